@@ -1,0 +1,51 @@
+# Each target does its own set-up, so `make serve` and `make test` work from a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SAMPLE := data/sample
+SAMPLE_INDEX := var/sample-index
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: setup serve test test-slow lint format bench sample-index clean
+
+# torch goes first and pinned: the CPU build on disk. Left to pip, a dependency's `torch>=…`
+# would pull a newer release with GBs of CUDA wheels. torchvision is never installed on CPU.
+$(STAMP): pyproject.toml requirements/constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -c requirements/constraints.txt -e '.[ml,eval,dev]'
+	touch $@
+
+setup: $(STAMP)
+
+$(SAMPLE_INDEX)/manifest.json: $(STAMP) $(SAMPLE)/WebQA_sample.json $(SAMPLE)/imgs.tsv
+	$(BIN)/mmrag index build --corpus $(SAMPLE)/WebQA_sample.json --images $(SAMPLE)/imgs.tsv \
+		--out $(SAMPLE_INDEX)
+
+sample-index: $(SAMPLE_INDEX)/manifest.json
+
+serve: $(SAMPLE_INDEX)/manifest.json
+	$(BIN)/mmrag serve --index $(SAMPLE_INDEX) --host $(HOST) --port $(PORT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(STAMP)
+	$(BIN)/python bench/bm25.py --n 100000
+
+clean:
+	rm -rf var .pytest_cache .ruff_cache

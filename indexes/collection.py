@@ -1,0 +1,160 @@
+"""An index directory: the source store, its components (BM25 now, dense later), a manifest.
+
+Build streams the corpus once: each source goes to the store and its text to the BM25
+tokenizer as it passes, so memory holds token ids and the id set, not the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from indexes.atomic import atomic_directory
+from indexes.bm25 import BM25_DIR, BM25Index, BM25Params
+from indexes.corpus import CorpusStats, read_corpus
+from indexes.corpus.reader import corpus_format
+from indexes.errors import CorpusError, IndexFormatError
+from indexes.images import DirectoryImageStore, ImageStore, WebQAImageStore
+from indexes.manifest import check_files, describe_files, read_manifest, write_manifest
+from indexes.sources import Modality, Source
+from indexes.store import STORE_DIR, SourceStore, SourceStoreWriter
+
+
+def mmrag_version() -> str:
+    try:
+        return version("mmrag")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass
+class BuildReport:
+    path: Path
+    sources: dict[str, int]
+    duplicates: int
+    seconds: float
+    bytes: int = 0
+    components: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{n} {m}" for m, n in sorted(self.sources.items()))
+        return (
+            f"indexed {sum(self.sources.values())} sources ({counts}; "
+            f"{self.duplicates} duplicates skipped) into {self.path} "
+            f"[{', '.join(self.components)}; {self.bytes / 1e6:.1f} MB] in {self.seconds:.1f} s"
+        )
+
+
+def _image_config(images: Path | None, corpora: Sequence[Path], out: Path) -> dict[str, Any] | None:
+    """Where image bytes live, relative to the index when possible so both can move together."""
+    if images is not None:
+        if not images.is_file():
+            raise CorpusError(f"{images}: no such file (expected WebQA imgs.tsv)")
+        lineidx = images.with_suffix(".lineidx")
+        if not lineidx.is_file():
+            raise CorpusError(f"{lineidx}: no such file (imgs.lineidx must sit beside imgs.tsv)")
+        return {"kind": "webqa_tsv", "path": os.path.relpath(images.resolve(), out.resolve())}
+    jsonl = [path for path in corpora if path.suffix == ".jsonl"]
+    if jsonl:
+        return {
+            "kind": "directory",
+            "path": os.path.relpath(jsonl[0].resolve().parent, out.resolve()),
+        }
+    return None
+
+
+def build_index(
+    corpora: Sequence[str | Path],
+    out: str | Path,
+    *,
+    images: str | Path | None = None,
+    bm25: BM25Params | None = None,
+    progress: Callable[[Iterator[Source]], Iterator[Source]] = lambda it: it,
+) -> BuildReport:
+    """Build in a temp directory, then rename it into place: a crash never leaves half an index."""
+    started = time.perf_counter()
+    corpora = [Path(path) for path in corpora]
+    if not corpora:
+        raise CorpusError("no corpus given")
+    for path in corpora:
+        corpus_format(path)
+        if not path.is_file():
+            raise CorpusError(f"{path}: no such file")
+    out = Path(out)
+    image_config = _image_config(Path(images) if images else None, corpora, out)
+    stats = CorpusStats()
+    with atomic_directory(out) as tmp:
+        writer = SourceStoreWriter(tmp)
+
+        def texts() -> Iterator[str]:
+            for source in progress(read_corpus(corpora, stats)):
+                writer.add(source)
+                yield source.search_text
+
+        index = BM25Index.build(texts(), bm25)
+        writer.close()
+        if stats.total == 0:
+            raise CorpusError(f"{', '.join(map(str, corpora))}: no sources found")
+        index.save(tmp)
+        write_manifest(
+            tmp,
+            {
+                "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "mmrag_version": mmrag_version(),
+                "corpus": [str(path) for path in corpora],
+                "sources": {"total": stats.total, **stats.by_modality},
+                "images": image_config,
+                "store": {"files": describe_files(tmp, STORE_DIR)},
+                "components": {
+                    "bm25": {"params": asdict(index.params), "files": describe_files(tmp, BM25_DIR)}
+                },
+            },
+        )
+        size = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
+    return BuildReport(
+        path=out,
+        sources=dict(stats.by_modality),
+        duplicates=stats.duplicates,
+        seconds=time.perf_counter() - started,
+        bytes=size,
+        components=["bm25"],
+    )
+
+
+class Collection:
+    """A loaded index directory. Heavy parts are memory-mapped; load is fast and read-only."""
+
+    def __init__(self, root: str | Path, *, verify: bool = False) -> None:
+        self.root = Path(root)
+        self.manifest = read_manifest(self.root)
+        check_files(self.root, self.manifest["store"]["files"], checksums=verify)
+        self.store = SourceStore(self.root)
+        components = self.manifest.get("components", {})
+        if "bm25" not in components:
+            raise IndexFormatError(f"{self.root}: index has no BM25 component")
+        check_files(self.root, components["bm25"]["files"], checksums=verify)
+        self.bm25 = BM25Index.load(self.root)
+        if self.bm25.params != BM25Params(**components["bm25"]["params"]):
+            raise IndexFormatError(f"{self.root}: BM25 parameters disagree with the manifest")
+        self._images: ImageStore | None = None
+
+    def rows(self, modality: Modality | None) -> Any:
+        return None if modality is None else self.store.rows_by_modality[modality]
+
+    @property
+    def images(self) -> ImageStore | None:
+        """Opened on first use: search never needs image bytes, only serving and encoding do."""
+        config = self.manifest.get("images")
+        if self._images is None and config:
+            path = (self.root / config["path"]).resolve()
+            if config["kind"] == "webqa_tsv":
+                self._images = WebQAImageStore(path)
+            else:
+                self._images = DirectoryImageStore(path)
+        return self._images

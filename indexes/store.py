@@ -1,0 +1,91 @@
+"""Sources on disk, memory-mapped: a ranked list needs only its top-k records, never all 930K.
+
+Layout under `sources/`: `sources.jsonl` (one record per row), `offsets.npy` (row start bytes,
+n+1 entries), `modality.npy` (uint8 code per row) and an id lookup (`id_hash.npy` sorted 64-bit
+hashes with `id_rows.npy`), so `find(id)` is a binary search plus one record read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+from pathlib import Path
+
+import numpy as np
+
+from indexes.sources import MODALITIES, Modality, Source
+
+STORE_DIR = "sources"
+MODALITY_CODES: dict[Modality, int] = {name: code for code, name in enumerate(MODALITIES)}
+
+
+def id_hash(source_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(source_id.encode(), digest_size=8).digest(), "little")
+
+
+class SourceStoreWriter:
+    """Appends sources in row order; `close()` writes the arrays that make rows addressable."""
+
+    def __init__(self, root: Path) -> None:
+        self.folder = root / STORE_DIR
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._records = (self.folder / "sources.jsonl").open("wb")
+        self._offsets: list[int] = [0]
+        self._modalities: list[int] = []
+        self._hashes: list[int] = []
+
+    def add(self, source: Source) -> int:
+        line = json.dumps(source.to_dict(), ensure_ascii=False).encode() + b"\n"
+        self._records.write(line)
+        self._offsets.append(self._offsets[-1] + len(line))
+        self._modalities.append(MODALITY_CODES[source.modality])
+        self._hashes.append(id_hash(source.id))
+        return len(self._modalities) - 1
+
+    def close(self) -> None:
+        self._records.close()
+        np.save(self.folder / "offsets.npy", np.asarray(self._offsets, dtype=np.uint64))
+        np.save(self.folder / "modality.npy", np.asarray(self._modalities, dtype=np.uint8))
+        hashes = np.asarray(self._hashes, dtype=np.uint64)
+        order = np.argsort(hashes, kind="stable")
+        np.save(self.folder / "id_hash.npy", hashes[order])
+        np.save(self.folder / "id_rows.npy", order.astype(np.int64))
+
+
+class SourceStore:
+    def __init__(self, root: Path) -> None:
+        folder = root / STORE_DIR
+        self.offsets = np.load(folder / "offsets.npy", mmap_mode="r")
+        self.modality_codes = np.load(folder / "modality.npy", mmap_mode="r")
+        self._hashes = np.load(folder / "id_hash.npy", mmap_mode="r")
+        self._hash_rows = np.load(folder / "id_rows.npy", mmap_mode="r")
+        with (folder / "sources.jsonl").open("rb") as handle:
+            self._records = (
+                mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if self.offsets[-1] else b""
+            )
+        self.rows_by_modality: dict[Modality, np.ndarray] = {
+            name: np.flatnonzero(np.asarray(self.modality_codes) == code)
+            for name, code in MODALITY_CODES.items()
+        }
+
+    def __len__(self) -> int:
+        return len(self.modality_codes)
+
+    def get(self, row: int) -> Source:
+        start, end = int(self.offsets[row]), int(self.offsets[row + 1])
+        return Source.from_dict(json.loads(self._records[start:end]))
+
+    def find(self, source_id: str) -> Source | None:
+        """The source with this id, or None; hash collisions are resolved by comparing ids."""
+        key = np.uint64(id_hash(source_id))
+        position = int(np.searchsorted(self._hashes, key))
+        while position < len(self._hashes) and self._hashes[position] == key:
+            source = self.get(int(self._hash_rows[position]))
+            if source.id == source_id:
+                return source
+            position += 1
+        return None
+
+    def __iter__(self):
+        return (self.get(row) for row in range(len(self)))

@@ -1,0 +1,54 @@
+"""The FastAPI application factory: state is loaded once per process and held on `app.state`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+
+from indexes.collection import Collection
+from indexes.errors import InputError
+from retrieval.retriever import Retriever
+from service.config import Settings
+from service.schemas import Health, SearchHit, SearchRequest, SearchResponse
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.retriever = Retriever(Collection(settings.index))
+        yield
+
+    app = FastAPI(title="mmrag", version="0.1.0", lifespan=lifespan)
+    app.state.settings = settings
+
+    @app.get("/healthz", response_model=Health)
+    async def healthz(request: Request) -> Health:
+        return Health(status="ok", sources=len(request.app.state.retriever.collection.store))
+
+    @app.post("/v1/search", response_model=SearchResponse)
+    async def search(body: SearchRequest, request: Request) -> SearchResponse:
+        if len(body.question) > settings.max_question_chars:
+            raise HTTPException(
+                422, f"question longer than {settings.max_question_chars} characters"
+            )
+        if body.k > settings.max_k:
+            raise HTTPException(422, f"k must be at most {settings.max_k}")
+        started = time.perf_counter()
+        try:
+            candidates = await run_in_threadpool(
+                request.app.state.retriever.search, body.question, body.k, body.modality
+            )
+        except InputError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return SearchResponse(
+            hits=[SearchHit.from_candidate(c) for c in candidates],
+            took_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    return app

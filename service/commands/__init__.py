@@ -1,0 +1,1 @@
+"""One module per `mmrag` sub-command, each exposing `register(subparsers)`."""

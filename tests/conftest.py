@@ -1,0 +1,130 @@
+"""Shared fixtures: tiny corpora in the real WebQA release format, and the sample index."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageColor
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+SAMPLE_JSON = SAMPLE / "WebQA_sample.json"
+MMRAG = [sys.executable, "-m", "service.cli"]
+
+
+def jpeg_bytes(color: str, size: tuple[int, int] = (32, 24)) -> bytes:
+    """A photo-like JPEG (colour plus noise), so its bytes are mostly scan data as in WebQA."""
+    base = np.array(ImageColor.getrgb(color), dtype=np.int16)
+    noise = np.random.default_rng(0).integers(-25, 26, (size[1], size[0], 3))
+    pixels = np.clip(base + noise, 0, 255).astype(np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def write_imgs_tsv(folder: Path, images: dict[int, bytes]) -> Path:
+    """imgs.tsv + imgs.lineidx as WebQA ships them: line for id i at lineidx[i % 10_000_000]."""
+    tsv = folder / "imgs.tsv"
+    rows = max(image_id % 10_000_000 for image_id in images) + 1
+    offsets = [0] * rows
+    with tsv.open("wb") as handle:
+        # Written in reverse id order so that seeking, not file order, finds each image.
+        for image_id in sorted(images, reverse=True):
+            offsets[image_id % 10_000_000] = handle.tell()
+            handle.write(f"{image_id}\t".encode() + base64.b64encode(images[image_id]) + b"\n")
+    (folder / "imgs.lineidx").write_text("".join(f"{offset}\n" for offset in offsets))
+    return tsv
+
+
+def image_fact(image_id: int, title: str, caption: str) -> dict:
+    return {
+        "image_id": image_id,
+        "title": title,
+        "caption": caption,
+        "url": f"https://example.org/{image_id}",
+        "imgUrl": f"https://example.org/{image_id}.jpg",
+    }
+
+
+def text_fact(snippet_id: str, title: str, fact: str) -> dict:
+    return {
+        "snippet_id": snippet_id,
+        "title": title,
+        "fact": fact,
+        "url": f"https://example.org/{snippet_id}",
+    }
+
+
+@pytest.fixture
+def tiny_webqa(tmp_path: Path) -> dict[str, Path]:
+    """Two questions sharing a distractor; quote-wrapped Q/A; one truncated JPEG."""
+    red = jpeg_bytes("red")
+    images = {30000000: red, 30000001: jpeg_bytes("blue"), 30000002: red[: len(red) * 6 // 10]}
+    corpus = {
+        "q1": {
+            "Guid": "q1",
+            "Q": '"What color is the door of the Harbor Inn?"',
+            "A": ['"The door of the Harbor Inn is red."'],
+            "Keywords_A": "red",
+            "Qcate": "color",
+            "split": "val",
+            "topic": "buildings",
+            "img_posFacts": [
+                image_fact(30000000, "Harbor Inn door", "The red door of the Harbor Inn.")
+            ],
+            "img_negFacts": [
+                image_fact(30000002, "Old mill", "A truncated photo of the old mill.")
+            ],
+            "txt_posFacts": [],
+            "txt_negFacts": [text_fact("s-shared", "Dunmore", "Dunmore is a fishing town.")],
+        },
+        "q2": {
+            "Guid": "q2",
+            "Q": "When was the lighthouse of Dunmore built?",
+            "A": ["The lighthouse of Dunmore was built in 1887."],
+            "Qcate": "text",
+            "split": "val",
+            "topic": "history",
+            "img_posFacts": [],
+            "img_negFacts": [image_fact(30000001, "Blue boat", "A blue boat in Dunmore harbour.")],
+            "txt_posFacts": [
+                text_fact("s-light", "Dunmore lighthouse", "The lighthouse was built in 1887.")
+            ],
+            "txt_negFacts": [text_fact("s-shared", "Dunmore", "Dunmore is a fishing town.")],
+        },
+    }
+    json_path = tmp_path / "WebQA_tiny.json"
+    json_path.write_text(json.dumps(corpus))
+    return {"json": json_path, "tsv": write_imgs_tsv(tmp_path, images), "root": tmp_path}
+
+
+def run_mmrag(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """The real console entry point in a subprocess, as a user runs it."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [*MMRAG, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
+
+
+@pytest.fixture(scope="session")
+def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from indexes.collection import build_index
+
+    out = tmp_path_factory.mktemp("sample") / "index"
+    build_index([SAMPLE_JSON], out, images=SAMPLE / "imgs.tsv")
+    return out
+
+
+@pytest.fixture(scope="session")
+def sample_questions():
+    from indexes.corpus.webqa import iter_questions
+
+    return list(iter_questions(SAMPLE_JSON))

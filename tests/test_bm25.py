@@ -1,0 +1,89 @@
+"""BM25 scores and rankings against rank_bm25, the reference implementation, on one corpus."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import rank_bm25
+
+from indexes.bm25 import BM25Index, BM25Params, top_k
+
+WORDS = [f"w{n}" for n in range(400)]
+
+
+def zipf_corpus(n_docs: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    weights = [1 / (rank + 1) for rank in range(len(WORDS))]
+    return [" ".join(rng.choices(WORDS, weights, k=rng.randint(4, 40))) for _ in range(n_docs)]
+
+
+def reference_scores(index: BM25Index, texts: list[str], query: str, model) -> np.ndarray:
+    """rank_bm25 fed exactly our tokens (as id strings), so only the scoring is compared."""
+    corpus_tokens = [
+        [str(i) for i in ids]
+        for ids in index.tokenizer.tokenize(
+            texts, update_vocab="never", return_as="ids", show_progress=False
+        )
+    ]
+    reference = model(corpus_tokens, k1=index.params.k1, b=index.params.b)
+    return reference.get_scores([str(i) for i in index.query_ids(query)])
+
+
+def test_robertson_matches_rank_bm25_okapi_scores_and_top10():
+    """rank_bm25's BM25Okapi is the reference. bm25s leaves the constant (k1 + 1) out of the
+    TF term, which scales every score alike and so changes no ranking. (rank_bm25's BM25L and
+    BM25Plus multiply by the raw term frequency, unlike their papers, so they are no reference.)
+    """
+    texts = zipf_corpus(300, seed=7)
+    index = BM25Index.build(texts, BM25Params(method="robertson", stemmer=None, stopwords=None))
+    rng = random.Random(11)
+    doc_freq = {w: sum(w in t.split() for t in texts) for w in WORDS}
+    # Okapi floors negative IDF (df > N/2) at epsilon*mean IDF where bm25s clips it to zero;
+    # real queries rarely contain such terms (stopwords), so queries avoid them.
+    rare = [w for w in WORDS if 0 < doc_freq[w] < len(texts) / 2]
+    for _ in range(20):
+        query = " ".join(rng.sample(rare, 4))
+        ours = index.scores(query)
+        theirs = reference_scores(index, texts, query, rank_bm25.BM25Okapi)
+        assert theirs.max() > 0
+        np.testing.assert_allclose(ours * (index.params.k1 + 1), theirs, rtol=1e-4, atol=1e-4)
+        rows, _ = index.search(query, 10)
+        expected = np.lexsort((np.arange(len(theirs)), -np.round(theirs, 4)))[:10]
+        assert list(rows) == list(expected)
+
+
+def test_stemming_and_stopwords_apply_to_documents_and_queries():
+    index = BM25Index.build(["The lighthouses were built", "A bakery sells bread"])
+    rows, scores = index.search("lighthouse building", 2)
+    assert rows[0] == 0 and scores[0] > 0 and scores[1] == 0
+    assert index.query_ids("the of and") == []
+
+
+def test_unknown_words_score_nothing():
+    index = BM25Index.build(["red door", "blue boat"])
+    assert not index.scores("zebra xylophone").any()
+
+
+def test_single_digits_are_tokens():
+    index = BM25Index.build(["Route 9 bridge", "Route 7 bridge"])
+    rows, _ = index.search("route 9", 1)
+    assert rows[0] == 0
+
+
+def test_top_k_within_a_row_subset_is_deterministic():
+    scores = np.array([0.5, 2.0, 2.0, 1.0, 3.0], dtype=np.float32)
+    rows, values = top_k(scores, 3)
+    assert list(rows) == [4, 1, 2] and list(values) == [3.0, 2.0, 2.0]
+    rows, values = top_k(scores, 10, rows=np.array([0, 2, 3]))
+    assert list(rows) == [2, 3, 0]
+    assert len(top_k(scores, 0)[0]) == 0
+
+
+def test_save_and_load_round_trip(tmp_path):
+    texts = zipf_corpus(50, seed=3)
+    index = BM25Index.build(texts)
+    index.save(tmp_path)
+    loaded = BM25Index.load(tmp_path)
+    assert loaded.params == index.params
+    np.testing.assert_array_equal(loaded.scores("w3 w17 w40"), index.scores("w3 w17 w40"))

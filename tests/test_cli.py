@@ -1,0 +1,106 @@
+"""The `mmrag` command as a user runs it: a real subprocess, checked for one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_mmrag
+
+
+def assert_one_line_error(result, *fragments: str) -> None:
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_build_prints_summary_and_search_prints_hits(tiny_webqa, tmp_path: Path):
+    out = tmp_path / "idx"
+    build = run_mmrag(
+        "index",
+        "build",
+        "--corpus",
+        str(tiny_webqa["json"]),
+        "--images",
+        str(tiny_webqa["tsv"]),
+        "--out",
+        str(out),
+        "--quiet",
+    )
+    assert build.returncode == 0, build.stderr
+    assert "indexed 5 sources (3 image, 2 text; 1 duplicates skipped)" in build.stdout
+    search = run_mmrag(
+        "search",
+        "When was the Dunmore lighthouse built?",
+        "--index",
+        str(out),
+        "--k",
+        "3",
+        "--json",
+    )
+    assert search.returncode == 0, search.stderr
+    hits = json.loads(search.stdout)
+    assert len(hits) == 3
+    assert hits[0]["source_id"] == "s-light"
+    assert set(hits[0]) == {"source_id", "modality", "score", "title", "text", "url"}
+    images = run_mmrag("search", "Dunmore", "--index", str(out), "--modality", "image", "--json")
+    assert {h["modality"] for h in json.loads(images.stdout)} == {"image"}
+    stats = run_mmrag("index", "stats", "--index", str(out), "--verify")
+    assert json.loads(stats.stdout)["sources"] == {"total": 5, "image": 3, "text": 2}
+
+
+def test_help_is_instant_and_lists_commands():
+    result = run_mmrag("--help")
+    assert result.returncode == 0
+    for command in ("index", "search", "serve"):
+        assert command in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (
+            ["index", "build", "--corpus", "missing.json", "--out", "{tmp}/i"],
+            ["missing.json", "no such file"],
+        ),
+        (["index", "build", "--corpus", "{broken}", "--out", "{tmp}/i"], ["malformed JSON"]),
+        (
+            ["index", "build", "--corpus", "{json}", "--out", "{tmp}/i", "--images", "nope.tsv"],
+            ["nope.tsv"],
+        ),
+        (
+            ["search", "q", "--index", "{index}", "--colour", "red"],
+            ["unrecognized arguments: --colour"],
+        ),
+        (["search", "   ", "--index", "{index}"], ["question is empty"]),
+        (["search", "q", "--index", "{tmp}/absent"], ["no such index directory"]),
+        (["search", "q", "--index", "{old}"], ["format version 0", "rebuild"]),
+        (["search", "q", "--index", "{index}", "--modality", "video"], ["invalid choice: 'video'"]),
+        (["frobnicate"], ["invalid choice: 'frobnicate'"]),
+    ],
+)
+def test_bad_input_is_one_line_no_traceback(tiny_webqa, tmp_path, args, fragments):
+    from indexes.collection import build_index
+
+    index = tmp_path / "index"
+    build_index([tiny_webqa["json"]], index)
+    old = tmp_path / "old"
+    build_index([tiny_webqa["json"]], old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    (old / "manifest.json").write_text(json.dumps({**manifest, "format_version": 0}))
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"q1": {"Q": "x", ')
+    names = {
+        "tmp": tmp_path,
+        "index": index,
+        "old": old,
+        "broken": broken,
+        "json": tiny_webqa["json"],
+    }
+    result = run_mmrag(*(arg.format(**names) for arg in args), cwd=tmp_path)
+    assert_one_line_error(result, *fragments)

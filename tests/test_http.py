@@ -1,0 +1,122 @@
+"""The HTTP API: through the ASGI app, and through a real uvicorn process on loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.config import Settings
+from tests.conftest import REPO
+
+
+@pytest.fixture
+def client(sample_index: Path) -> Iterator[TestClient]:
+    with TestClient(
+        create_app(Settings(index=sample_index, max_question_chars=200))
+    ) as test_client:
+        yield test_client
+
+
+def test_healthz_reports_the_loaded_index(client: TestClient, sample_index: Path):
+    body = client.get("/healthz").json()
+    assert body["status"] == "ok"
+    assert body["sources"] >= 300
+
+
+def test_search_returns_gold_sources_for_sample_questions(client: TestClient, sample_questions):
+    answered = 0
+    for question in sample_questions:
+        response = client.post("/v1/search", json={"question": question.question, "k": 5})
+        assert response.status_code == 200
+        ids = [hit["source_id"] for hit in response.json()["hits"]]
+        answered += any(gold in ids for gold in question.gold_source_ids)
+    # BM25 alone over captions and snippets; dense retrieval and fusion come on top of this.
+    assert answered / len(sample_questions) >= 0.6
+
+
+def test_modality_filter(client: TestClient):
+    response = client.post("/v1/search", json={"question": "door", "k": 8, "modality": "image"})
+    hits = response.json()["hits"]
+    assert hits and {hit["modality"] for hit in hits} == {"image"}
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"question": "   "}, "question must not be empty"),
+        ({"question": "x" * 201}, "longer than 200 characters"),
+        ({"question": "door", "k": 0}, "greater than or equal to 1"),
+        ({"question": "door", "k": 101}, "k must be at most 100"),
+        ({"question": "door", "modality": "video"}, "'all', 'image' or 'text'"),
+        ({"k": 3}, "Field required"),
+    ],
+)
+def test_bad_requests_get_422_with_a_message(client: TestClient, body, fragment):
+    response = client.post("/v1/search", json=body)
+    assert response.status_code == 422
+    assert fragment in response.text
+
+
+def test_malformed_json_is_a_4xx(client: TestClient):
+    response = client.post(
+        "/v1/search", content=b'{"question": ', headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert "JSON decode error" in response.text
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_real_uvicorn_process_serves_search(sample_index: Path, sample_questions):
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "serve",
+            "--index",
+            str(sample_index),
+            "--port",
+            str(port),
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, "server did not come up in 60 s"
+            time.sleep(0.2)
+        question = next(q for q in sample_questions if q.qcate == "text")
+        response = httpx.post(f"{base}/v1/search", json={"question": question.question, "k": 5})
+        assert response.status_code == 200
+        assert response.json()["took_ms"] > 0
+        ids = [hit["source_id"] for hit in response.json()["hits"]]
+        assert set(question.gold_source_ids) & set(ids)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
