@@ -40,8 +40,8 @@ def test_search_returns_gold_sources_for_sample_questions(client: TestClient, sa
         assert response.status_code == 200
         ids = [hit["source_id"] for hit in response.json()["hits"]]
         answered += any(gold in ids for gold in question.gold_source_ids)
-    # BM25 alone over captions and snippets; dense retrieval and fusion come on top of this.
-    assert answered / len(sample_questions) >= 0.6
+    # BM25 over title + caption/snippet finds gold for all 62 today; a little slack for edits.
+    assert answered / len(sample_questions) >= 0.95
 
 
 def test_modality_filter(client: TestClient):
