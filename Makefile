@@ -21,9 +21,11 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 
 setup: $(STAMP)
 
+# BM25 + the packaged MiniLM, score calibration fitted on the sample's train split.
 $(SAMPLE_INDEX)/manifest.json: $(STAMP) $(SAMPLE)/WebQA_sample.json $(SAMPLE)/imgs.tsv
 	$(BIN)/mmrag index build --corpus $(SAMPLE)/WebQA_sample.json --images $(SAMPLE)/imgs.tsv \
 		--out $(SAMPLE_INDEX)
+	$(BIN)/mmrag retrieval calibrate --index $(SAMPLE_INDEX) --questions $(SAMPLE)/WebQA_sample.json
 
 sample-index: $(SAMPLE_INDEX)/manifest.json
 

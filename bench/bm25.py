@@ -4,7 +4,7 @@
     python bench/bm25.py --n 100000 --queries 200
 
 Reports build seconds, index bytes, peak RSS of the build, per-query latency p50/p99 (a whole
-`Retriever.search`, records included), and the same for rank_bm25's BM25Okapi fed exactly the
+`HybridRetriever.search`, records included), and the same for rank_bm25's BM25Okapi fed exactly the
 same tokens. Both use the Robertson/Okapi variant so their top-10 lists can be compared; bm25s's
 default (Lucene IDF) costs the same. rank_bm25 scores every document in Python, so it runs
 fewer queries (--reference-queries) and, with --reference-n, on a prefix of the corpus.
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.synthetic import queries, write_corpus
 from indexes.bm25 import BM25Index, BM25Params, top_k
 from indexes.collection import Collection, build_index
-from retrieval.retriever import Retriever
+from retrieval.hybrid import HybridRetriever
 
 PARAMS = BM25Params(method="robertson")
 
@@ -123,7 +123,7 @@ def main() -> None:
     }
 
     collection = Collection(index_dir)
-    retriever = Retriever(collection)
+    retriever = HybridRetriever(collection)
     query_texts = queries(args.queries)
     retriever.search(query_texts[0], 10)  # page in the memory-mapped matrix once
     _, latencies = timed(lambda q: retriever.search(q, 10), query_texts)

@@ -19,6 +19,10 @@ from indexes.atomic import atomic_directory
 from indexes.bm25 import BM25_DIR, BM25Index, BM25Params
 from indexes.corpus import CorpusStats, read_corpus
 from indexes.corpus.reader import corpus_format
+from indexes.dense import DENSE_DIR, DenseIndex
+from indexes.dense_build import Progress, build_dense
+from indexes.encoders.base import TextEncoder
+from indexes.encoders.clip import ClipEncoder
 from indexes.errors import CorpusError, IndexFormatError
 from indexes.images import DirectoryImageStore, ImageStore, WebQAImageStore
 from indexes.manifest import check_files, describe_files, read_manifest, write_manifest
@@ -69,25 +73,36 @@ def _image_config(images: Path | None, corpora: Sequence[Path], out: Path) -> di
     return None
 
 
+def check_build_inputs(
+    corpora: Sequence[str | Path], out: str | Path, images: str | Path | None
+) -> tuple[list[Path], Path, dict[str, Any] | None]:
+    """Fail on missing or unknown inputs before anything slow (model loads, parsing) starts."""
+    paths = [Path(path) for path in corpora]
+    if not paths:
+        raise CorpusError("no corpus given")
+    for path in paths:
+        corpus_format(path)
+        if not path.is_file():
+            raise CorpusError(f"{path}: no such file")
+    out = Path(out)
+    return paths, out, _image_config(Path(images) if images else None, paths, out)
+
+
 def build_index(
     corpora: Sequence[str | Path],
     out: str | Path,
     *,
     images: str | Path | None = None,
     bm25: BM25Params | None = None,
+    text_embedder: TextEncoder | None = None,
+    clip: ClipEncoder | None = None,
+    dense_factory: str = "auto",
     progress: Callable[[Iterator[Source]], Iterator[Source]] = lambda it: it,
+    encode_progress: Progress = lambda items, label, total: items,
 ) -> BuildReport:
     """Build in a temp directory, then rename it into place: a crash never leaves half an index."""
     started = time.perf_counter()
-    corpora = [Path(path) for path in corpora]
-    if not corpora:
-        raise CorpusError("no corpus given")
-    for path in corpora:
-        corpus_format(path)
-        if not path.is_file():
-            raise CorpusError(f"{path}: no such file")
-    out = Path(out)
-    image_config = _image_config(Path(images) if images else None, corpora, out)
+    corpora, out, image_config = check_build_inputs(corpora, out, images)
     stats = CorpusStats()
     with atomic_directory(out) as tmp:
         writer = SourceStoreWriter(tmp)
@@ -102,6 +117,15 @@ def build_index(
         if stats.total == 0:
             raise CorpusError(f"{', '.join(map(str, corpora))}: no sources found")
         index.save(tmp)
+        dense = build_dense(
+            tmp,
+            SourceStore(tmp),
+            text_embedder=text_embedder,
+            clip=clip,
+            images=_open_images(tmp, image_config),
+            factory=dense_factory,
+            progress=encode_progress,
+        )
         write_manifest(
             tmp,
             {
@@ -112,7 +136,11 @@ def build_index(
                 "images": image_config,
                 "store": {"files": describe_files(tmp, STORE_DIR)},
                 "components": {
-                    "bm25": {"params": asdict(index.params), "files": describe_files(tmp, BM25_DIR)}
+                    "bm25": {
+                        "params": asdict(index.params),
+                        "files": describe_files(tmp, BM25_DIR),
+                    },
+                    **{f"dense/{name}": entry for name, entry in dense.items()},
                 },
             },
         )
@@ -123,7 +151,7 @@ def build_index(
         duplicates=stats.duplicates,
         seconds=time.perf_counter() - started,
         bytes=size,
-        components=["bm25"],
+        components=["bm25", *(f"dense/{name}" for name in dense)],
     )
 
 
@@ -143,6 +171,14 @@ class Collection:
         if self.bm25.params != BM25Params(**components["bm25"]["params"]):
             raise IndexFormatError(f"{self.root}: BM25 parameters disagree with the manifest")
         self._images: ImageStore | None = None
+        self._dense: dict[str, DenseIndex] = {}
+        self.dense_components = {
+            name.removeprefix("dense/"): entry
+            for name, entry in components.items()
+            if name.startswith("dense/")
+        }
+        for entry in self.dense_components.values():
+            check_files(self.root, entry["files"], checksums=verify)
 
     def rows(self, modality: Modality | None) -> Any:
         return None if modality is None else self.store.rows_by_modality[modality]
@@ -150,11 +186,28 @@ class Collection:
     @property
     def images(self) -> ImageStore | None:
         """Opened on first use: search never needs image bytes, only serving and encoding do."""
-        config = self.manifest.get("images")
-        if self._images is None and config:
-            path = (self.root / config["path"]).resolve()
-            if config["kind"] == "webqa_tsv":
-                self._images = WebQAImageStore(path)
-            else:
-                self._images = DirectoryImageStore(path)
+        if self._images is None:
+            self._images = _open_images(self.root, self.manifest.get("images"))
         return self._images
+
+    def dense(self, name: str) -> DenseIndex:
+        """A dense component ("text-image", "text-text", "clip-image"), loaded on first use."""
+        if name not in self.dense_components:
+            built = ", ".join(self.dense_components) or "none"
+            raise IndexFormatError(f"{self.root}: no dense component {name!r} (built: {built})")
+        if name not in self._dense:
+            self._dense[name] = DenseIndex.load(self.root / DENSE_DIR / name)
+        return self._dense[name]
+
+    @property
+    def has_clip(self) -> bool:
+        return "clip-image" in self.dense_components
+
+
+def _open_images(root: Path, config: dict[str, Any] | None) -> ImageStore | None:
+    if not config:
+        return None
+    path = (root / config["path"]).resolve()
+    if config["kind"] == "webqa_tsv":
+        return WebQAImageStore(path)
+    return DirectoryImageStore(path)

@@ -11,9 +11,11 @@ from fastapi.concurrency import run_in_threadpool
 
 from indexes.collection import Collection
 from indexes.errors import InputError
-from retrieval.retriever import Retriever
+from retrieval.hybrid import HybridRetriever
 from service.config import Settings
 from service.schemas import Health, SearchHit, SearchRequest, SearchResponse
+
+CAPTIONS_ONLY = "none: no CLIP checkpoint configured, images are reached through their captions"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -21,7 +23,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.retriever = Retriever(Collection(settings.index))
+        app.state.retriever = HybridRetriever(
+            Collection(settings.index), settings.retrievers, settings.fusion
+        )
         yield
 
     app = FastAPI(title="mmrag", version="0.1.0", lifespan=lifespan)
@@ -29,7 +33,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/healthz", response_model=Health)
     async def healthz(request: Request) -> Health:
-        return Health(status="ok", sources=len(request.app.state.retriever.collection.store))
+        retriever: HybridRetriever = request.app.state.retriever
+        return Health(
+            status="ok",
+            sources=len(retriever.collection.store),
+            retrievers=retriever.retrievers,
+            fusion=retriever.fusion,
+            image_vectors="clip" if retriever.collection.has_clip else CAPTIONS_ONLY,
+        )
 
     @app.post("/v1/search", response_model=SearchResponse)
     async def search(body: SearchRequest, request: Request) -> SearchResponse:

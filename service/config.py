@@ -18,3 +18,7 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=1, le=65535)
     max_question_chars: int = Field(1000, ge=1, description="longer questions get a 422")
     max_k: int = Field(100, ge=1, description="largest k a client may ask for")
+    retrievers: list[str] | None = Field(
+        None, description="subset of bm25, text, clip; default: every one the index has"
+    )
+    fusion: str = Field("auto", description="auto, raw, rrf or calibrated")

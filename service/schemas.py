@@ -51,3 +51,6 @@ class SearchResponse(BaseModel):
 class Health(BaseModel):
     status: str
     sources: int
+    retrievers: list[str]
+    fusion: str
+    image_vectors: str = Field(description="'clip', or how images are reached without CLIP")

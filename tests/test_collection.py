@@ -10,14 +10,15 @@ import pytest
 from indexes.atomic import atomic_write_text
 from indexes.collection import Collection, build_index
 from indexes.errors import IndexFormatError
-from retrieval.retriever import Retriever
+from retrieval.hybrid import HybridRetriever
 
 
 def test_build_then_search_by_modality(tiny_webqa, tmp_path: Path):
     report = build_index([tiny_webqa["json"]], tmp_path / "idx", images=tiny_webqa["tsv"])
     assert report.sources == {"image": 3, "text": 2}
     assert "indexed 5 sources" in report.summary()
-    retriever = Retriever(Collection(tmp_path / "idx"))
+    retriever = HybridRetriever(Collection(tmp_path / "idx"))
+    assert (retriever.retrievers, retriever.fusion) == (["bm25"], "raw")
     merged = retriever.search("color of the Harbor Inn door", k=5)
     assert merged[0].source.id == "30000000"
     texts = retriever.search("Harbor Inn door lighthouse", k=5, modality="text")

@@ -31,6 +31,8 @@ def test_healthz_reports_the_loaded_index(client: TestClient, sample_index: Path
     body = client.get("/healthz").json()
     assert body["status"] == "ok"
     assert body["sources"] >= 300
+    assert body["retrievers"] == ["bm25"] and body["fusion"] == "raw"
+    assert "images are reached through their captions" in body["image_vectors"]
 
 
 def test_search_returns_gold_sources_for_sample_questions(client: TestClient, sample_questions):

@@ -31,6 +31,27 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="BM25 variant (bm25s naming)",
     )
     build.add_argument(
+        "--text-embedder",
+        default="sentence-transformers/all-MiniLM-L6-v2",
+        help="sentence-transformers name or path for caption/snippet vectors "
+        "(default: the packaged all-MiniLM-L6-v2); 'none' for BM25 only",
+    )
+    build.add_argument("--clip", help="CLIP/SigLIP hub name or path for image vectors")
+    build.add_argument(
+        "--clip-backend", choices=["transformers", "open_clip"], default="transformers"
+    )
+    build.add_argument(
+        "--no-clip",
+        action="store_true",
+        help="no image vectors (the default): images are reached through their captions",
+    )
+    build.add_argument(
+        "--dense-index",
+        default="auto",
+        help="faiss factory string, or auto (Flat up to 100K vectors, else tuned IVF)",
+    )
+    build.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when present)")
+    build.add_argument(
         "--quiet",
         action="store_true",
         help="no progress bar (it is also off when stderr is not a terminal)",
@@ -47,23 +68,35 @@ def run_build(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from indexes.bm25 import BM25Params
-    from indexes.collection import build_index
+    from indexes.collection import build_index, check_build_inputs
+    from indexes.encoders.loading import clip_encoder, text_encoder
+    from indexes.errors import InputError
+
+    if args.clip and args.no_clip:
+        raise InputError("--clip and --no-clip contradict each other")
+    check_build_inputs(args.corpus, args.out, args.images)
+    bar = {"file": sys.stderr, "disable": True if args.quiet else None}
 
     def progress(sources):
-        return tqdm(
-            sources,
-            desc="indexing",
-            unit=" sources",
-            file=sys.stderr,
-            disable=True if args.quiet else None,
-        )
+        return tqdm(sources, desc="indexing", unit=" sources", **bar)
 
+    def encode_progress(items, label, total):
+        return tqdm(items, desc=label, total=total, unit=" batches", **bar)
+
+    embedder = (
+        None if args.text_embedder == "none" else text_encoder(args.text_embedder, args.device)
+    )
+    clip = clip_encoder(args.clip, args.clip_backend, args.device) if args.clip else None
     report = build_index(
         args.corpus,
         args.out,
         images=args.images,
         bm25=BM25Params(k1=args.k1, b=args.b, method=args.method),
+        text_embedder=embedder,
+        clip=clip,
+        dense_factory=args.dense_index,
         progress=progress,
+        encode_progress=encode_progress,
     )
     print(report.summary())
     return 0
@@ -71,6 +104,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_stats(args: argparse.Namespace) -> int:
     from indexes.collection import Collection
+    from service.app import CAPTIONS_ONLY
 
     collection = Collection(args.index, verify=args.verify)
     manifest = collection.manifest
@@ -81,8 +115,10 @@ def run_stats(args: argparse.Namespace) -> int:
         "sources": manifest["sources"],
         "images": manifest["images"],
         "components": {
-            name: component.get("params", {}) for name, component in manifest["components"].items()
+            name: {k: v for k, v in component.items() if k not in ("files", "probe")}
+            for name, component in manifest["components"].items()
         },
+        "image_vectors": "clip" if collection.has_clip else CAPTIONS_ONLY,
         "bytes": sum(f["bytes"] for f in manifest["store"]["files"].values())
         + sum(
             f["bytes"]

@@ -8,22 +8,42 @@ import textwrap
 from pathlib import Path
 
 
+def comma_list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--retrievers",
+        type=comma_list,
+        help="comma-separated subset of bm25,text,clip (default: all in the index)",
+    )
+    parser.add_argument(
+        "--fusion",
+        choices=["auto", "raw", "rrf", "calibrated"],
+        default="auto",
+        help="auto: calibrated when the index has a calibration, else rrf",
+    )
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     search = commands.add_parser("search", help="retrieve sources for a question")
     search.add_argument("question")
     search.add_argument("--index", type=Path, required=True)
     search.add_argument("--k", type=int, default=10, help="number of hits (default 10)")
     search.add_argument("--modality", choices=["all", "image", "text"], default="all")
+    add_retrieval_options(search)
     search.add_argument("--json", action="store_true", help="print a JSON list of hits")
     search.set_defaults(run=run_search)
 
 
 def run_search(args: argparse.Namespace) -> int:
     from indexes.collection import Collection
-    from retrieval.retriever import Retriever
+    from retrieval.hybrid import HybridRetriever
     from service.schemas import SearchHit
 
-    candidates = Retriever(Collection(args.index)).search(args.question, args.k, args.modality)
+    retriever = HybridRetriever(Collection(args.index), args.retrievers, args.fusion)
+    candidates = retriever.search(args.question, args.k, args.modality)
     hits = [SearchHit.from_candidate(candidate) for candidate in candidates]
     if args.json:
         print(json.dumps([hit.model_dump() for hit in hits], indent=2, ensure_ascii=False))

@@ -1,0 +1,97 @@
+"""Encode a built store into dense components: text embedder per modality, CLIP over images."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from indexes.dense import DENSE_DIR, DenseIndex
+from indexes.encoders.base import TextEncoder
+from indexes.encoders.clip import ClipEncoder
+from indexes.encoders.loading import probe_vector
+from indexes.encoders.prefetch import prefetch_batches
+from indexes.errors import CorpusError
+from indexes.images import ImageStore
+from indexes.manifest import describe_files
+from indexes.sources import Modality
+from indexes.store import SourceStore
+
+TEXT_BATCH = 256
+Progress = Callable[[Iterable, str, int], Iterable]
+
+
+def component_name(kind: str, modality: Modality) -> str:
+    return f"{kind}-{modality}"
+
+
+def _encode_texts(
+    encoder: TextEncoder, store: SourceStore, rows: np.ndarray, progress: Progress, label: str
+) -> np.ndarray:
+    chunks = [rows[i : i + TEXT_BATCH] for i in range(0, len(rows), TEXT_BATCH)]
+    parts = [
+        encoder.encode_texts([store.get(int(row)).search_text for row in chunk])
+        for chunk in progress(chunks, label, len(chunks))
+    ]
+    return np.concatenate(parts) if parts else np.empty((0, encoder.info.dim), np.float32)
+
+
+def _encode_images(
+    clip: ClipEncoder,
+    store: SourceStore,
+    rows: np.ndarray,
+    images: ImageStore,
+    progress: Progress,
+    batch_size: int,
+    workers: int,
+) -> np.ndarray:
+    refs = [store.get(int(row)).image_ref or "" for row in rows]
+    batches = prefetch_batches(
+        images, refs, clip.preprocess, batch_size=batch_size, workers=workers
+    )
+    count = -(-len(refs) // batch_size)
+    parts = [clip.encode_pixels(pixels) for pixels, _ in progress(batches, "clip images", count)]
+    return np.concatenate(parts) if parts else np.empty((0, clip.info.dim), np.float32)
+
+
+def build_dense(
+    root: Path,
+    store: SourceStore,
+    *,
+    text_embedder: TextEncoder | None,
+    clip: ClipEncoder | None,
+    images: ImageStore | None,
+    factory: str = "auto",
+    progress: Progress = lambda items, label, total: items,
+    image_batch: int = 64,
+    workers: int = 4,
+) -> dict[str, Any]:
+    """Write every dense component under root/dense; return their manifest entries."""
+    plans: list[tuple[str, Any, Modality]] = []
+    if text_embedder is not None:
+        plans += [("text", text_embedder, "image"), ("text", text_embedder, "text")]
+    if clip is not None:
+        if images is None:
+            raise CorpusError(
+                "CLIP image vectors need the images: pass --images (or use --no-clip)"
+            )
+        plans.append(("clip", clip, "image"))
+    components: dict[str, Any] = {}
+    for kind, encoder, modality in plans:
+        rows = store.rows_by_modality[modality]
+        name = component_name(kind, modality)
+        if kind == "clip":
+            vectors = _encode_images(encoder, store, rows, images, progress, image_batch, workers)
+        else:
+            vectors = _encode_texts(encoder, store, rows, progress, f"{name} vectors")
+        index = DenseIndex.build(vectors, rows, encoder.info, factory)
+        folder = root / DENSE_DIR / name
+        index.save(folder, vectors)
+        components[name] = {
+            **index.describe(),
+            "probe": probe_vector(encoder),
+            "files": describe_files(root, f"{DENSE_DIR}/{name}"),
+        }
+    return components

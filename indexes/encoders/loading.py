@@ -1,0 +1,54 @@
+"""Load each encoder once per process: models are large and every request shares them."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from indexes.encoders.base import PROBE_TEXT, EncoderInfo
+from indexes.encoders.clip import ClipEncoder, load_clip
+from indexes.encoders.text import SentenceTransformerEncoder
+from indexes.errors import IndexFormatError
+
+PROBE_AGREEMENT = 0.99
+
+
+@lru_cache(maxsize=4)
+def text_encoder(name_or_path: str, device: str | None = None) -> SentenceTransformerEncoder:
+    return SentenceTransformerEncoder(name_or_path, device=device)
+
+
+@lru_cache(maxsize=4)
+def clip_encoder(
+    name_or_path: str, backend: str = "transformers", device: str | None = None
+) -> ClipEncoder:
+    return load_clip(name_or_path, backend=backend, device=device)
+
+
+def encoder_for(info: EncoderInfo, device: str | None = None):
+    if info.kind == "text":
+        return text_encoder(info.name, device)
+    return clip_encoder(info.name, info.backend, device)
+
+
+def probe_vector(encoder) -> list[float]:
+    return [round(float(x), 5) for x in encoder.encode_texts([PROBE_TEXT])[0]]
+
+
+def check_same_encoder(built_with: EncoderInfo, probe: list[float], encoder) -> None:
+    """Refuse to search vectors with an encoder other than the one that made them."""
+    if encoder.info.dim != built_with.dim:
+        raise IndexFormatError(
+            f"index vectors come from {built_with.name!r} ({built_with.dim}-d); the query encoder "
+            f"{encoder.info.name!r} makes {encoder.info.dim}-d vectors"
+        )
+    agreement = float(
+        np.dot(np.asarray(probe, dtype=np.float32), encoder.encode_texts([PROBE_TEXT])[0])
+    )
+    if agreement < PROBE_AGREEMENT:
+        raise IndexFormatError(
+            f"index vectors come from {built_with.name!r}; the query encoder "
+            f"{encoder.info.name!r} embeds differently (probe cosine {agreement:.3f}): "
+            "rebuild the index or query with the encoder it was built with"
+        )

@@ -1,0 +1,166 @@
+"""Hybrid search: BM25, text-embedding and CLIP lists per modality, fused into one ranking.
+
+Every retriever searches each modality separately ("bm25/image", "bm25/text", "text/image",
+"text/text", "clip/image") so that `modality` can restrict cheaply and fusion sees each list's
+own score scale. `fusion="raw"` (BM25 alone) merges raw scores, which share one index's
+statistics; across retrievers use "rrf" or "calibrated".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from indexes.bm25 import top_k
+from indexes.collection import Collection
+from indexes.encoders.base import EncoderInfo
+from indexes.encoders.loading import check_same_encoder, encoder_for
+from indexes.errors import InputError
+from indexes.sources import MODALITIES, Modality
+from retrieval import fusion
+from retrieval.calibration import Calibration, fit_logistic
+from retrieval.types import Candidate, ModalityFilter, modality_of
+
+RETRIEVERS = ("bm25", "text", "clip")
+FUSIONS = ("auto", "raw", "rrf", "calibrated")
+DEFAULT_DEPTH = 50
+
+
+def checked_question(question: str, k: int) -> str:
+    question = question.strip()
+    if not question:
+        raise InputError("the question is empty")
+    if k < 1:
+        raise InputError(f"k must be at least 1, got {k}")
+    return question
+
+
+class HybridRetriever:
+    def __init__(
+        self,
+        collection: Collection,
+        retrievers: Sequence[str] | None = None,
+        fusion_method: str = "auto",
+        *,
+        depth: int = DEFAULT_DEPTH,
+        device: str | None = None,
+    ) -> None:
+        self.collection = collection
+        available = self.available(collection)
+        chosen = list(retrievers or available)
+        for name in chosen:
+            if name not in RETRIEVERS:
+                raise InputError(f"unknown retriever {name!r}; choose from {', '.join(RETRIEVERS)}")
+            if name not in available:
+                raise InputError(
+                    f"retriever {name!r} is not in this index (built: {', '.join(available)}); "
+                    "rebuild with `mmrag index build` and its encoder"
+                )
+        self.retrievers = chosen
+        self.calibration = Calibration.load(collection.root)
+        self.fusion = self._fusion(fusion_method)
+        self.depth = depth
+        self._encoders = {
+            kind: self._encoder(kind, device) for kind in ("text", "clip") if kind in chosen
+        }
+
+    @staticmethod
+    def available(collection: Collection) -> list[str]:
+        kinds = {name.split("-")[0] for name in collection.dense_components}
+        return ["bm25", *(kind for kind in ("text", "clip") if kind in kinds)]
+
+    def _fusion(self, method: str) -> str:
+        if method not in FUSIONS:
+            raise InputError(f"unknown fusion {method!r}; choose from {', '.join(FUSIONS)}")
+        if method == "auto":
+            if self.retrievers == ["bm25"]:
+                return "raw"
+            return "calibrated" if self.calibration else "rrf"
+        if method == "calibrated" and self.calibration is None:
+            raise InputError(
+                f"{self.collection.root} has no calibration; run `mmrag retrieval calibrate` "
+                "or use --fusion rrf"
+            )
+        if method == "raw" and len(self.retrievers) > 1:
+            raise InputError("raw scores of different retrievers are not comparable; use rrf")
+        return method
+
+    def _encoder(self, kind: str, device: str | None):
+        """Load the encoder the index was built with, and prove it embeds the same way."""
+        entry = next(e for n, e in self.collection.dense_components.items() if n.startswith(kind))
+        info = EncoderInfo(**entry["encoder"])
+        encoder = encoder_for(info, device)
+        check_same_encoder(info, entry["probe"], encoder)
+        return encoder
+
+    def ranked_lists(
+        self, question: str, modalities: Iterable[Modality] = MODALITIES, depth: int | None = None
+    ) -> fusion.RankedLists:
+        depth = depth or self.depth
+        modalities = list(modalities)
+        lists: fusion.RankedLists = {}
+        if "bm25" in self.retrievers:
+            scores = self.collection.bm25.scores(question)
+            for modality in modalities:
+                rows, values = top_k(scores, depth, self.collection.rows(modality))
+                matched = values > 0  # rows sharing no term with the question are not hits
+                lists[f"bm25/{modality}"] = (rows[matched], values[matched])
+        for kind, encoder in self._encoders.items():
+            query = encoder.encode_texts([question])
+            for modality in modalities:
+                name = f"{kind}-{modality}"
+                if name in self.collection.dense_components:
+                    rows, values = self.collection.dense(name).search(query, depth)
+                    keep = rows[0] >= 0
+                    lists[f"{kind}/{modality}"] = (rows[0][keep], values[0][keep])
+        return lists
+
+    def fuse(self, lists: fusion.RankedLists) -> dict[int, float]:
+        if self.fusion == "raw":
+            return fusion.raw(lists)
+        if self.fusion == "rrf":
+            return fusion.rrf(lists)
+        return fusion.calibrated(lists, self.calibration)
+
+    def search(
+        self, question: str, k: int = 10, modality: ModalityFilter = "all"
+    ) -> list[Candidate]:
+        question = checked_question(question, k)
+        wanted = modality_of(modality)
+        lists = self.ranked_lists(
+            question, MODALITIES if wanted is None else [wanted], max(k, self.depth)
+        )
+        store = self.collection.store
+        label = "+".join(self.retrievers) + ("" if self.fusion == "raw" else f":{self.fusion}")
+        return [
+            Candidate(source=store.get(row), score=float(score), rank=rank, retriever=label)
+            for rank, (row, score) in enumerate(fusion.ranked(self.fuse(lists), k), start=1)
+        ]
+
+    def search_per_modality(self, question: str, k: int = 10) -> dict[Modality, list[Candidate]]:
+        return {modality: self.search(question, k, modality) for modality in MODALITIES}
+
+
+def fit_calibration(
+    retriever: HybridRetriever, questions: Iterable[tuple[str, Sequence[str]]], depth: int = 20
+) -> Calibration:
+    """Fit one logistic curve per list from (question, gold source ids) pairs."""
+    store = retriever.collection.store
+    scores: dict[str, list[float]] = {}
+    labels: dict[str, list[int]] = {}
+    count = 0
+    for question, gold in questions:
+        count += 1
+        gold = set(gold)
+        for key, (rows, values) in retriever.ranked_lists(question, depth=depth).items():
+            scores.setdefault(key, []).extend(values.tolist())
+            labels.setdefault(key, []).extend(int(store.get(int(r)).id in gold) for r in rows)
+    if count == 0:
+        raise InputError("no questions to calibrate on")
+    curves = {
+        key: fit_logistic(np.array(scores[key]), np.array(labels[key]))
+        for key in scores
+        if scores[key]
+    }
+    return Calibration(curves=curves, questions=count, depth=depth)

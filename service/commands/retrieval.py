@@ -1,0 +1,56 @@
+"""`mmrag retrieval calibrate`: fit per (retriever, modality) score calibration for an index."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from service.commands.search import add_retrieval_options
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    retrieval = commands.add_parser("retrieval", help="tune retrieval for an index")
+    actions = retrieval.add_subparsers(dest="action", metavar="ACTION", required=True)
+    calibrate = actions.add_parser(
+        "calibrate", help="fit score calibration on held-out WebQA questions"
+    )
+    calibrate.add_argument("--index", type=Path, required=True)
+    calibrate.add_argument(
+        "--questions",
+        type=Path,
+        required=True,
+        action="append",
+        help="WebQA JSON with gold facts (repeatable)",
+    )
+    calibrate.add_argument(
+        "--split",
+        default="train",
+        help="only questions of this split (default train; 'all' for every)",
+    )
+    calibrate.add_argument("--depth", type=int, default=20, help="list depth per retriever")
+    add_retrieval_options(calibrate)
+    calibrate.set_defaults(run=run_calibrate)
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from indexes.collection import Collection
+    from indexes.corpus.webqa import iter_questions
+    from retrieval.hybrid import HybridRetriever, fit_calibration
+
+    retriever = HybridRetriever(Collection(args.index), args.retrievers, "rrf")
+    questions = (
+        (question.question, question.gold_source_ids)
+        for path in args.questions
+        for question in iter_questions(path)
+        if args.split == "all" or question.split == args.split
+    )
+    calibration = fit_calibration(retriever, questions, depth=args.depth)
+    path = calibration.save(args.index)
+    curves = ", ".join(
+        f"{key} a={a:.3g} b={b:.3g}" for key, (a, b) in sorted(calibration.curves.items())
+    )
+    print(
+        f"calibrated {len(calibration.curves)} lists on {calibration.questions} questions "
+        f"into {path}: {curves}"
+    )
+    return 0

@@ -1,0 +1,61 @@
+"""faiss indexes: exact below the threshold, tuned IVF above it, round trips through disk."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from indexes.dense import DenseIndex, auto_factory, exact_top10, recall_at_10
+from indexes.encoders.base import EncoderInfo
+
+INFO = EncoderInfo(kind="text", name="test", backend="none", dim=32)
+
+
+def clustered(n: int, dim: int = 32, clusters: int = 64, seed: int = 0) -> np.ndarray:
+    """Embeddings cluster by topic; uniform noise would be an unrealistic worst case for IVF."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(clusters, dim))
+    vectors = centres[rng.integers(0, clusters, n)] + rng.normal(scale=0.3, size=(n, dim))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_auto_factory_switches_to_ivf_above_the_flat_limit():
+    assert auto_factory(1000) == "Flat"
+    assert auto_factory(930_000) == "IVF4096,Flat"
+
+
+def test_flat_index_is_exact_and_maps_positions_to_store_rows():
+    vectors = clustered(500)
+    rows = np.arange(500) * 3 + 7  # e.g. the image rows of a mixed store
+    index = DenseIndex.build(vectors, rows, INFO)
+    assert index.params.factory == "Flat" and index.params.recall_at_10 == 1.0
+    found_rows, scores = index.search(vectors[:5], 3)
+    assert list(found_rows[:, 0]) == list(rows[:5])
+    np.testing.assert_allclose(scores[:, 0], 1.0, atol=1e-5)
+
+
+def test_ivf_nprobe_is_tuned_to_the_recall_target_and_survives_a_round_trip(tmp_path):
+    vectors = clustered(20_000)
+    index = DenseIndex.build(vectors, np.arange(20_000), INFO, factory="IVF256,Flat")
+    assert index.params.recall_at_10 >= 0.95
+    assert set(index.params.search) == {"nprobe"} and index.params.search["nprobe"] < 256
+    index.save(tmp_path / "d", vectors)
+    loaded = DenseIndex.load(tmp_path / "d")
+    assert loaded.params == index.params
+    queries = vectors[:50] + 0.01
+    assert recall_at_10(loaded.index, vectors, queries) >= 0.9
+    np.testing.assert_array_equal(loaded.search(queries, 10)[0], index.search(queries, 10)[0])
+    saved = np.load(tmp_path / "d" / "vectors.npy")
+    assert saved.dtype == np.float16 and saved.shape == vectors.shape
+
+
+def test_exact_top10_is_the_brute_force_answer():
+    vectors = clustered(300)
+    queries = vectors[:4]
+    brute = np.argsort(-(queries @ vectors.T), axis=1)[:, :10]
+    np.testing.assert_array_equal(exact_top10(vectors, queries), brute)
+
+
+def test_k_larger_than_the_index_returns_what_there_is():
+    index = DenseIndex.build(clustered(3), np.array([4, 5, 6]), INFO)
+    rows, _ = index.search(clustered(1, seed=1), 10)
+    assert sorted(rows[0]) == [4, 5, 6]
