@@ -28,7 +28,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from service.commands import index, search, serve
+    from service.commands import index, retrieval, search, serve
 
     parser = OneLineParser(
         prog="mmrag",
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     commands.required = True
-    for module in (index, search, serve):
+    for module in (index, search, retrieval, serve):
         module.register(commands)
     return parser
 
