@@ -28,6 +28,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from evaluation import cli as evaluation
     from service.commands import index, retrieval, search, serve
 
     parser = OneLineParser(
@@ -36,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     commands.required = True
-    for module in (index, search, retrieval, serve):
+    for module in (index, search, retrieval, serve, evaluation):
         module.register(commands)
     return parser
 

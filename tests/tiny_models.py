@@ -11,7 +11,10 @@ import string
 from pathlib import Path
 
 
-def tiny_clip(folder: Path, seed: int = 0, projection_dim: int = 16) -> Path:
+def tiny_clip(
+    folder: Path, seed: int = 0, projection_dim: int = 16, vit_b_32: bool = False
+) -> Path:
+    """A random CLIP; `vit_b_32=True` gives the real ViT-B/32 sizes (for throughput benches)."""
     import torch
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPTokenizer
 
@@ -19,28 +22,27 @@ def tiny_clip(folder: Path, seed: int = 0, projection_dim: int = 16) -> Path:
     characters = string.ascii_lowercase + string.digits
     vocab.update({c: len(vocab) + i for i, c in enumerate(characters)})
     vocab.update({f"{c}</w>": len(vocab) + i for i, c in enumerate(characters)})
-    layers = {
-        "hidden_size": 32,
-        "intermediate_size": 37,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-    }
-    config = CLIPConfig(
-        text_config={
-            **layers,
-            "vocab_size": len(vocab),
-            "max_position_embeddings": 77,
-            "bos_token_id": 0,
-            "eos_token_id": 1,
-            "pad_token_id": 1,
-        },
-        vision_config={**layers, "image_size": 32, "patch_size": 8},
-        projection_dim=projection_dim,
-    )
+    tokens = {"vocab_size": len(vocab), "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 1}
+    if vit_b_32:  # CLIPConfig's defaults are ViT-B/32's
+        config = CLIPConfig(text_config=tokens)
+        side = 224
+    else:
+        layers = {
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+        }
+        config = CLIPConfig(
+            text_config={**layers, **tokens, "max_position_embeddings": 77},
+            vision_config={**layers, "image_size": 32, "patch_size": 8},
+            projection_dim=projection_dim,
+        )
+        side = 32
     torch.manual_seed(seed)
     CLIPModel(config).save_pretrained(folder)
     CLIPTokenizer(vocab=vocab, merges=[]).save_pretrained(folder)
     CLIPImageProcessor(
-        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+        size={"shortest_edge": side}, crop_size={"height": side, "width": side}
     ).save_pretrained(folder)
     return folder
