@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.report import write_report
 from bench.synthetic import queries, write_corpus
 from indexes.bm25 import BM25Index, BM25Params, top_k
 from indexes.collection import Collection, build_index
@@ -146,11 +147,7 @@ def main() -> None:
     results["rank_bm25"] = reference
     results["identical_top10"] = f"{identical}/{len(reference_queries)}"
     results["speedup_p50"] = round(reference["p50_ms"] / results["bm25s"]["p50_ms"], 1)
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    write_report(results, args.out)
 
 
 if __name__ == "__main__":

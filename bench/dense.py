@@ -29,6 +29,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.report import write_report
 from bench.synthetic import vocabulary, zipf_sampler
 from indexes.dense import DenseIndex, exact_top10
 from indexes.encoders.base import EncoderInfo
@@ -200,11 +201,7 @@ def main() -> None:
     for n in args.sizes:
         results[f"faiss_{n}"] = faiss_at(n, args.queries)
         print(json.dumps({f"faiss_{n}": results[f"faiss_{n}"]}), file=sys.stderr)
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    write_report(results, args.out)
 
 
 if __name__ == "__main__":

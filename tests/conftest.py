@@ -114,6 +114,16 @@ def run_mmrag(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     )
 
 
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    """The CLI's promise for bad input: non-zero exit, one line naming the problem, no traceback."""
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
 @pytest.fixture(scope="session")
 def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from indexes.collection import build_index

@@ -7,16 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_mmrag
-
-
-def assert_one_line_error(result, *fragments: str) -> None:
-    assert result.returncode != 0
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
+from tests.conftest import assert_one_line_error, run_mmrag
 
 
 def test_build_prints_summary_and_search_prints_hits(tiny_webqa, tmp_path: Path):

@@ -7,19 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_mmrag
+from tests.conftest import assert_one_line_error, run_mmrag
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOLOKA_GOLD = str(FIXTURES / "toloka" / "train_sample.csv")
-
-
-def assert_one_line_error(result, *fragments: str) -> None:
-    assert result.returncode != 0
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 @pytest.fixture
