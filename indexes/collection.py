@@ -190,13 +190,19 @@ class Collection:
             self._images = _open_images(self.root, self.manifest.get("images"))
         return self._images
 
-    def dense(self, name: str) -> DenseIndex:
-        """A dense component ("text-image", "text-text", "clip-image"), loaded on first use."""
+    def dense(self, name: str, device: str | None = None) -> DenseIndex:
+        """A dense component ("text-image", "text-text", "clip-image"), loaded on first use.
+
+        On a CUDA device the vectors move to the GPU for exact torch search.
+        """
         if name not in self.dense_components:
             built = ", ".join(self.dense_components) or "none"
             raise IndexFormatError(f"{self.root}: no dense component {name!r} (built: {built})")
         if name not in self._dense:
-            self._dense[name] = DenseIndex.load(self.root / DENSE_DIR / name)
+            index = DenseIndex.load(self.root / DENSE_DIR / name)
+            if device and device.startswith("cuda"):
+                index.use_torch(device)
+            self._dense[name] = index
         return self._dense[name]
 
     @property

@@ -61,6 +61,7 @@ class HybridRetriever:
         self.calibration = Calibration.load(collection.root)
         self.fusion = self._fusion(fusion_method)
         self.depth = depth
+        self.device = device
         self._encoders = {
             kind: self._encoder(kind, device) for kind in ("text", "clip") if kind in chosen
         }
@@ -111,7 +112,7 @@ class HybridRetriever:
             for modality in modalities:
                 name = f"{kind}-{modality}"
                 if name in self.collection.dense_components:
-                    rows, values = self.collection.dense(name).search(query, depth)
+                    rows, values = self.collection.dense(name, self.device).search(query, depth)
                     keep = rows[0] >= 0
                     lists[f"{kind}/{modality}"] = (rows[0][keep], values[0][keep])
         return lists
