@@ -46,3 +46,36 @@ def tiny_clip(
         size={"shortest_edge": side}, crop_size={"height": side, "width": side}
     ).save_pretrained(folder)
     return folder
+
+
+def tiny_cross_encoder(folder: Path, seed: int = 0) -> Path:
+    """A 2-layer BERT relevance head (num_labels=1) with a character WordPiece vocabulary."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+
+    words = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        *string.ascii_lowercase,
+        *(f"##{c}" for c in string.ascii_lowercase),
+        *string.digits,
+        "?",
+        ".",
+        ",",
+    ]
+    vocab = {word: i for i, word in enumerate(words)}
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        num_labels=1,
+    )
+    torch.manual_seed(seed)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    BertTokenizer(vocab=vocab).save_pretrained(folder)
+    return folder

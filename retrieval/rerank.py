@@ -1,0 +1,148 @@
+"""VLP-style source selection: score each (question, source) pair jointly, keep the few that answer.
+
+WebQA's VLP baseline scores every candidate pointwise as a relevance probability and keeps those
+above 0.2. Scorers here return P(relevant) in [0, 1] per candidate: a cross-encoder over the
+caption or snippet, or an instruction model's P("yes") (the LM judge, whose prompts live in
+`generation`; `service` hands it in through the `RelevanceJudge` protocol so retrieval never
+imports generation).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from indexes.errors import InputError
+from indexes.sources import Source
+from retrieval.types import Candidate
+
+VLP_THRESHOLD = 0.2
+
+
+class RelevanceScorer(Protocol):
+    name: str
+
+    def relevance(self, question: str, sources: Sequence[Source]) -> np.ndarray: ...
+
+
+class RelevanceJudge(Protocol):
+    """What an LM judge offers: P(the source answers the question)."""
+
+    def relevance(self, question: str, source: Source) -> float: ...
+
+
+class CrossEncoderScorer:
+    """sentence-transformers CrossEncoder by hub name or path; logits become probabilities."""
+
+    def __init__(
+        self, name_or_path: str, *, device: str | None = None, batch_size: int = 32
+    ) -> None:
+        from sentence_transformers import CrossEncoder
+
+        from indexes.encoders.base import pick_device, quiet_model_loading
+
+        quiet_model_loading()
+        try:
+            self.model = CrossEncoder(name_or_path, device=pick_device(device))
+        except (OSError, ValueError) as exc:
+            hint = "" if Path(name_or_path).exists() else " (pass a local directory when offline)"
+            raise InputError(f"cannot load cross-encoder {name_or_path!r}{hint}: {exc}") from None
+        self.name = f"cross-encoder:{name_or_path}"
+        self.batch_size = batch_size
+
+    def relevance(self, question: str, sources: Sequence[Source]) -> np.ndarray:
+        if not sources:
+            return np.empty(0)
+        pairs = [(question, source.search_text) for source in sources]
+        # One-logit heads get a sigmoid from sentence-transformers; several labels a softmax,
+        # whose last column is the "relevant" class by convention.
+        scores = np.asarray(
+            self.model.predict(
+                pairs,
+                batch_size=self.batch_size,
+                show_progress_bar=False,
+                apply_softmax=self.model.num_labels > 1,
+            )
+        )
+        return scores if scores.ndim == 1 else scores[:, -1]
+
+
+class JudgeScorer:
+    """An LM judge, one candidate at a time (each is its own prompt)."""
+
+    def __init__(self, judge: RelevanceJudge, name: str = "lm-judge") -> None:
+        self.judge = judge
+        self.name = name
+
+    def relevance(self, question: str, sources: Sequence[Source]) -> np.ndarray:
+        return np.array([self.judge.relevance(question, source) for source in sources])
+
+
+@dataclass(frozen=True)
+class ScoredSource:
+    source: Source
+    relevance: float
+    retrieval_score: float
+    retrieval_rank: int
+
+
+@dataclass
+class Selection:
+    selected: list[ScoredSource]
+    considered: list[ScoredSource]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class SourceSelector:
+    """Top-k candidates in, the sources above `threshold` (at most `max_sources`) out.
+
+    With `min_sources=1` the best candidate is kept even below the threshold, since an answer
+    needs something to cite; set it to 0 to let "nothing relevant" through.
+    """
+
+    def __init__(
+        self,
+        scorer: RelevanceScorer,
+        *,
+        threshold: float = VLP_THRESHOLD,
+        max_sources: int = 2,
+        k: int = 20,
+        min_sources: int = 1,
+    ) -> None:
+        if not 0 <= threshold <= 1:
+            raise InputError(f"the relevance threshold must be in [0, 1], got {threshold}")
+        if max_sources < 1 or k < 1 or not 0 <= min_sources <= max_sources:
+            raise InputError("need k >= 1, max_sources >= 1 and 0 <= min_sources <= max_sources")
+        self.scorer = scorer
+        self.threshold = threshold
+        self.max_sources = max_sources
+        self.k = k
+        self.min_sources = min_sources
+
+    def select(self, question: str, candidates: Sequence[Candidate]) -> Selection:
+        pool = list(candidates)[: self.k]
+        started = time.perf_counter()
+        relevance = self.scorer.relevance(question, [c.source for c in pool])
+        seconds = time.perf_counter() - started
+        considered = sorted(
+            (
+                ScoredSource(c.source, float(p), c.score, c.rank)
+                for c, p in zip(pool, relevance, strict=True)
+            ),
+            key=lambda s: (-s.relevance, s.retrieval_rank),
+        )
+        above = [s for s in considered if s.relevance >= self.threshold]
+        chosen = max(len(above), min(self.min_sources, len(considered)))
+        return Selection(
+            selected=considered[: min(chosen, self.max_sources)],
+            considered=considered,
+            timings={
+                "rerank_s": seconds,
+                "rerank_per_candidate_ms": 1000 * seconds / max(1, len(pool)),
+            },
+        )
