@@ -1,0 +1,157 @@
+"""Citation markers in model output: parse, validate against the given sources, tidy, fall back.
+
+Pure functions, because small models do not obey formatting instructions (SmolLM2-135M mostly
+writes no markers, sometimes invents [7] for two sources, and rambles past its first sentence):
+whatever the model wrote, the answer that leaves here is one sentence whose every [n] names one
+of the n sources, with at least one citation when there was anything to cite.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from generation.types import Citation, SourceLike
+
+# [1], [1, 2], [1;2], [1 and 2], [Source 1]. Two digits at most: "[1887]" is a year, not a marker.
+_NUMBER = r"(?:sources?\s*)?\d{1,2}"
+MARKER = re.compile(rf"\[\s*({_NUMBER}(?:\s*(?:,|;|and|&)\s*{_NUMBER})*)\s*\]", re.IGNORECASE)
+_RUN = re.compile(rf"(?:\s*{MARKER.pattern})+", re.IGNORECASE)
+_CANONICAL_RUN = re.compile(r"(?:\s*\[\d+\])+")
+_CLOSERS = "\"')”’"
+_ABBREVIATIONS = {
+    "mr", "mrs", "ms", "dr", "st", "mt", "jr", "sr", "vs", "etc", "inc", "ltd", "co", "ft",
+    "approx", "ca", "prof", "gen", "col", "lt", "sgt", "rev", "fig", "vol", "jan", "feb", "mar",
+    "apr", "aug", "sept", "sep", "oct", "nov", "dec",
+}  # fmt: skip
+_LABEL = re.compile(r"^\s*(?:\*\*)?(?:final answer|answer|a)\s*:\s*(?:\*\*)?\s*", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CitedText:
+    text: str
+    text_without_markers: str
+    citations: list[Citation]
+
+
+def marker_numbers(text: str) -> list[int]:
+    """Every number cited, in order of appearance, repeats included."""
+    return [int(n) for group in MARKER.findall(text) for n in re.findall(r"\d+", group)]
+
+
+def _is_abbreviation(text: str, dot: int) -> bool:
+    """A period after "Dr", "St", an initial ("J.") or an acronym ("U.S.") ends no sentence."""
+    if text[dot] != ".":
+        return False
+    word = re.search(r"[A-Za-z.]*$", text[:dot]).group()
+    token = word.lstrip(".").lower()
+    return len(token) == 1 or "." in token or token in _ABBREVIATIONS
+
+
+def _line_end(text: str) -> int:
+    """The first line break after some content; a label line such as "Answer:" does not count."""
+    start = 0
+    while (newline := text.find("\n", start)) != -1:
+        line = text[:newline].strip()
+        if re.search(r"\w", line) and not line.endswith(":"):
+            return newline
+        start = newline + 1
+    return -1
+
+
+def sentence_end(text: str) -> int | None:
+    """Where the first sentence ends, markers after its final punctuation included.
+
+    Only a sentence known to be complete counts: its punctuation must be followed by the start
+    of another sentence or a line break. At the end of the text, more may come (streaming), so
+    the answer is None.
+    """
+    newline = _line_end(text)
+    for match in re.finditer(r"[.!?]", text):
+        if newline != -1 and match.start() > newline:
+            break
+        if _is_abbreviation(text, match.start()):
+            continue
+        end = match.end()
+        while end < len(text) and text[end] in ".!?" + _CLOSERS:
+            end += 1
+        run = _RUN.match(text, end)
+        if run:
+            end = run.end()
+        rest = text[end:]
+        if rest[:1].isspace() and rest.strip():
+            following = rest.lstrip()[0]
+            if "\n" in rest[: len(rest) - len(rest.lstrip())] or not following.islower():
+                return end
+    return newline if newline != -1 else None
+
+
+def clean(raw: str) -> str:
+    """Model chatter around the answer: an "Answer:" label, wrapping quotes, bold markers."""
+    text = _LABEL.sub("", raw.strip().replace("**", ""))
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1]
+    return text.strip()
+
+
+def first_sentence(raw: str) -> str:
+    text = clean(raw)
+    end = sentence_end(text)
+    return " ".join((text if end is None else text[:end]).split())
+
+
+def strip_markers(text: str) -> str:
+    """The sentence as WebQA's fluency and accuracy metrics should see it: no markers."""
+    text = MARKER.sub(" ", text)
+    text = re.sub(r"\(\s*\)|\[\s*\]", " ", text)
+    text = re.sub(r"\s+([.,;:!?)])", r"\1", " ".join(text.split()))
+    return text.strip()
+
+
+def _canonical_markers(text: str, count: int) -> str:
+    """Each marker group rewritten as [a][b] with only numbers 1..count, repeats dropped."""
+
+    def rewrite(group: re.Match[str]) -> str:
+        numbers = dict.fromkeys(int(n) for n in re.findall(r"\d+", group.group(1)))
+        return "".join(f"[{n}]" for n in numbers if 1 <= n <= count)
+
+    return MARKER.sub(rewrite, text)
+
+
+def _place_markers(text: str, fallback: int | None) -> str:
+    """Markers in front of the final punctuation, one space before each run, none after."""
+    lead = _CANONICAL_RUN.match(text)
+    moved = ""
+    if lead and lead.group().strip():
+        moved, text = lead.group().strip(), text[lead.end() :]
+    body = re.match(rf"^(.*?)((?:[.!?]+[{_CLOSERS}]*)?)((?:\s*\[\d+\])*)\s*$", text, re.DOTALL)
+    sentence, punctuation, trailing = body.group(1), body.group(2), body.group(3)
+    # A run before the punctuation stays where the model put it; others join the end.
+    tail_run = re.search(r"((?:\s*\[\d+\])+)\s*$", sentence)
+    if tail_run:
+        sentence, moved = sentence[: tail_run.start()], tail_run.group() + moved
+    markers = "".join((moved + trailing).split())
+    if not marker_numbers(sentence + markers) and fallback is not None:
+        markers = f"[{fallback}]"
+    sentence = re.sub(r"\s*((?:\[\d+\])+)", r" \1", sentence)
+    sentence = " ".join(sentence.split()).rstrip(" ,;:")
+    result = f"{sentence} {markers}".strip() if markers else sentence
+    return result + (punctuation.strip() or ("." if result else ""))
+
+
+def cite(raw: str, sources: Sequence[SourceLike]) -> CitedText:
+    """The model's raw output as one cited sentence over `sources` (numbered from 1).
+
+    Invalid or invented numbers are dropped; with no valid citation left the top source is
+    cited, since the sources reached the writer because they were judged the most relevant.
+    """
+    sentence = _canonical_markers(first_sentence(raw), len(sources))
+    if not strip_markers(sentence).strip(".!?"):  # nothing but markers or punctuation
+        return CitedText(text="", text_without_markers="", citations=[])
+    text = _place_markers(sentence, fallback=1 if sources else None)
+    citations = [
+        Citation(marker=n, source_id=sources[n - 1].id, modality=sources[n - 1].modality)
+        for n in dict.fromkeys(marker_numbers(text))
+    ]
+    return CitedText(text=text, text_without_markers=strip_markers(text), citations=citations)

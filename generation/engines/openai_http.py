@@ -1,0 +1,172 @@
+"""Any OpenAI-compatible chat endpoint over HTTP: `vllm serve`, llama.cpp's server, hosted APIs.
+
+One client for every server-side engine: streaming is Server-Sent Events, the judge's P("yes")
+comes from `logprobs`/`top_logprobs`, and images travel as `image_url` data parts when the
+served model takes them (`accepts_images`; a text-only template fails on part lists, so text-only
+models get plain strings).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from generation.engines.base import EngineInfo, Message, merge_logprob, text_only
+from generation.errors import GenerationError
+
+MAX_TOP_LOGPROBS = 20  # the OpenAI API's limit, and vLLM's default max_logprobs
+
+
+def api_root(base_url: str) -> str:
+    """`http://host:port` and `http://host:port/v1` both mean the /v1 API root."""
+    url = base_url.rstrip("/")
+    return url + "/v1" if urlsplit(url).path in ("", "/") else url
+
+
+class OpenAIEngine:
+    """With `model` given, nothing is sent until the first request: a service can start before
+    its `vllm serve` has loaded, answering with sources and a generation error meanwhile.
+    Without it, the endpoint is asked for its first model at once."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str,
+        api_key: str | None = None,
+        accepts_images: bool = False,
+        timeout: float = 60.0,
+    ) -> None:
+        self.root = api_root(base_url)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(base_url=self.root, headers=headers, timeout=timeout)
+        self.accepts_images = accepts_images
+        self.model = model
+        if model is None:  # ask the server, which also proves it answers
+            served = self._served_models()
+            if not served:
+                raise GenerationError(f"the endpoint {self.root} lists no models; pass a model")
+            model = self.model = served[0]
+        self.info = EngineInfo(name="openai", model=model, accepts_images=accepts_images)
+
+    def _fail(self, exc: Exception) -> GenerationError:
+        return GenerationError(
+            f"the openai engine cannot reach {self.root} ({type(exc).__name__}: {exc}); start "
+            "`vllm serve MODEL` or `python -m llama_cpp.server --model GGUF` there, or pass "
+            "another base_url"
+        )
+
+    def ping(self) -> bool:
+        try:
+            return self.client.get("/models", timeout=2.0).is_success
+        except httpx.HTTPError:
+            return False
+
+    def _served_models(self) -> list[str]:
+        try:
+            response = self.client.get("/models")
+        except httpx.HTTPError as exc:
+            raise self._fail(exc) from None
+        self._check(response)
+        return [entry["id"] for entry in response.json().get("data", [])]
+
+    def _check(self, response: httpx.Response) -> None:
+        if response.is_success:
+            return
+        response.read()
+        try:
+            detail = response.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            detail = response.text
+        detail = " ".join(str(detail).split())[:300]
+        model = f" for model {self.model}" if self.model else ""
+        raise GenerationError(
+            f"the openai engine at {self.root} answered HTTP {response.status_code}{model}: "
+            f"{detail}"
+        )
+
+    def _body(self, messages: list[Message], **options: Any) -> dict[str, Any]:
+        sent = messages if self.accepts_images else text_only(messages)
+        body = {"model": self.model, "messages": sent}
+        body.update({k: v for k, v in options.items() if v is not None})
+        return body
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = self.client.post("/chat/completions", json=body)
+        except httpx.HTTPError as exc:
+            raise self._fail(exc) from None
+        self._check(response)
+        return response.json()
+
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 96,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+    ) -> str:
+        reply = self._post(
+            self._body(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+        )
+        return reply["choices"][0]["message"].get("content") or ""
+
+    def stream(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 96,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+    ) -> Iterator[str]:
+        body = self._body(
+            messages, max_tokens=max_tokens, temperature=temperature, stop=stop, stream=True
+        )
+        try:
+            with self.client.stream("POST", "/chat/completions", json=body) as response:
+                self._check(response)
+                for line in response.iter_lines():
+                    if not line.startswith("data:"):
+                        continue  # blank separators, ": keep-alive" comments, event names
+                    payload = line[len("data:") :].strip()
+                    if payload == "[DONE]":
+                        return
+                    try:
+                        choices = json.loads(payload).get("choices") or [{}]
+                    except ValueError:
+                        raise GenerationError(
+                            f"the openai engine at {self.root} sent a malformed event: "
+                            f"{payload[:80]!r}"
+                        ) from None
+                    delta = (choices[0].get("delta") or {}).get("content")
+                    if delta:
+                        yield delta
+        except httpx.HTTPError as exc:
+            raise self._fail(exc) from None
+
+    def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
+        """Asks for one token with `top_logprobs` (capped at 20, as the OpenAI API caps it)."""
+        reply = self._post(
+            self._body(
+                messages,
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=True,
+                top_logprobs=min(top_k, MAX_TOP_LOGPROBS),
+            )
+        )
+        content = (reply["choices"][0].get("logprobs") or {}).get("content") or []
+        if not content:
+            raise GenerationError(
+                f"{self.root} returned no logprobs for model {self.model}; the server must "
+                "support `logprobs` (vLLM and llama.cpp's server do)"
+            )
+        table: dict[str, float] = {}
+        for entry in content[0].get("top_logprobs") or []:
+            merge_logprob(table, entry["token"], float(entry["logprob"]))
+        return table

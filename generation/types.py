@@ -1,0 +1,47 @@
+"""What generation takes in and hands back: plain dataclasses, no model code.
+
+`SourceLike` is structural so `indexes.sources.Source` (and any object with the same fields)
+can be passed without generation importing `indexes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class SourceLike(Protocol):
+    """A retrieved image or text source; `text` is the caption of an image or a snippet body.
+
+    Declared as read-only properties so frozen dataclasses satisfy it. An optional `ocr_text`
+    attribute (scene text read from an image) is used when present.
+    """
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def modality(self) -> str: ...  # "image" or "text"
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Citation:
+    marker: int  # the n of [n]: 1-based position in Answer.sources
+    source_id: str
+    modality: str
+
+
+@dataclass
+class Answer:
+    text: str  # one sentence with [n] markers
+    text_without_markers: str  # what WebQA's fluency and accuracy metrics score
+    citations: list[Citation]
+    sources: list[SourceLike]  # the numbered sources, [1]..[n] in order
+    timings: dict[str, float] = field(default_factory=dict)
+    generation_error: str | None = None  # set when the engine failed; text is then empty

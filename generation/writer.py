@@ -1,0 +1,77 @@
+"""The cited one-sentence answer: prompt the engine, stop at the first sentence, fix citations."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
+
+from generation.citations import cite, sentence_end
+from generation.engines.base import Engine
+from generation.errors import GenerationError
+from generation.prompts import answer_messages
+from generation.types import Answer, SourceLike
+
+
+class AnswerWriter:
+    """Answers a question from the selected sources in one sentence citing them as [n].
+
+    `images(source)` returns an image source's JPEG/PNG bytes; it is called only when the engine
+    takes images, otherwise image sources are described by title, caption and any OCR text.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        max_tokens: int = 96,
+        images: Callable[[SourceLike], bytes | None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.max_tokens = max_tokens
+        self.images = images if engine.info.accepts_images else None
+
+    def write(self, question: str, sources: Sequence[SourceLike]) -> Answer:
+        *_, answer = self.stream(question, sources)  # the last item is always the Answer
+        return answer
+
+    def stream(self, question: str, sources: Sequence[SourceLike]) -> Iterator[str | Answer]:
+        """Text deltas as the model writes them, then the final Answer.
+
+        Deltas are raw model text up to the end of the first sentence (its markers not yet
+        checked); the Answer's text is the validated one. Generation stops as soon as a second
+        sentence starts, so a rambling model costs one extra token, not max_tokens.
+        """
+        sources = list(sources)
+        started = time.perf_counter()
+        messages = answer_messages(question, sources, images=self.images)
+        raw, first_token, error = "", None, None
+        try:
+            deltas = self.engine.stream(messages, max_tokens=self.max_tokens, temperature=0.0)
+            with closing(deltas):
+                for delta in deltas:
+                    if first_token is None:
+                        first_token = time.perf_counter() - started
+                    emitted, raw = len(raw), raw + delta
+                    end = sentence_end(raw)
+                    if end is not None:
+                        if end > emitted:
+                            yield raw[emitted:end]
+                        raw = raw[:end]
+                        break
+                    yield delta
+        except GenerationError as exc:
+            error = str(exc)
+        generate = time.perf_counter() - started
+        cited = cite("" if error else raw, sources)  # half an answer is no answer
+        if error is None and not cited.text:
+            error = f"{self.engine.info.name} model {self.engine.info.model} returned no answer"
+        timings = {"generate_s": generate, "first_token_s": first_token or generate}
+        yield Answer(
+            text=cited.text,
+            text_without_markers=cited.text_without_markers,
+            citations=cited.citations,
+            sources=sources,
+            timings=timings,
+            generation_error=error,
+        )

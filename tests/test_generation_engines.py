@@ -1,0 +1,217 @@
+"""Engines: errors a user can act on, a light import, and the OpenAI client against a real
+llama.cpp server (the protocol `vllm serve` speaks too)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from generation import AnswerWriter
+from generation.engines import load_engine
+from generation.engines.base import StopCutter, cut_at_stop, decode_data_url, text_only
+from generation.engines.openai_http import OpenAIEngine, api_root
+from generation.errors import GenerationError
+from tests.conftest import REPO, free_port
+
+
+@dataclass(frozen=True)
+class Src:
+    id: str
+    modality: str
+    title: str
+    text: str
+
+
+QUESTION = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Is the sky blue on a clear day? Answer yes or no."},
+]
+
+
+def test_importing_generation_loads_no_model_library_and_no_other_package() -> None:
+    code = (
+        "import sys, generation, generation.engines.openai_http\n"
+        "heavy = {'torch', 'transformers', 'llama_cpp', 'vllm', 'sentence_transformers',"
+        " 'indexes', 'retrieval', 'service', 'evaluation'}\n"
+        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def one_line(error: pytest.ExceptionInfo[GenerationError]) -> str:
+    message = str(error.value)
+    assert "\n" not in message
+    return message
+
+
+def test_unknown_engine_names_the_choices() -> None:
+    with pytest.raises(GenerationError) as error:
+        load_engine("ollama")
+    assert "unknown engine 'ollama'" in one_line(error)
+    assert "llamacpp, openai, vllm, transformers" in one_line(error)
+
+
+def test_missing_gguf_file(tmp_path: Path) -> None:
+    with pytest.raises(GenerationError) as error:
+        load_engine("llamacpp", str(tmp_path / "absent.gguf"))
+    assert "llamacpp model file not found" in one_line(error)
+    assert "absent.gguf" in one_line(error) and ".gguf file" in one_line(error)
+
+
+def test_a_file_that_is_not_gguf(tmp_path: Path) -> None:
+    fake = tmp_path / "model.gguf"
+    fake.write_bytes(b"not a gguf file" * 100)
+    with pytest.raises(GenerationError) as error:
+        load_engine("llamacpp", str(fake))
+    assert "llama.cpp cannot load" in one_line(error) and "model.gguf" in one_line(error)
+
+
+def test_missing_transformers_model(tmp_path: Path) -> None:
+    with pytest.raises(GenerationError) as error:
+        load_engine("transformers", str(tmp_path / "no-such-model"))
+    message = one_line(error)
+    assert "transformers engine cannot load" in message and "no-such-model" in message
+    assert "pass a local directory when offline" in message
+
+
+def test_in_process_engines_need_a_model_and_take_no_url() -> None:
+    with pytest.raises(GenerationError, match="needs a model"):
+        load_engine("transformers")
+    with pytest.raises(GenerationError, match="base_url is for the openai engine"):
+        load_engine("llamacpp", base_url="http://127.0.0.1:1/v1")
+    with pytest.raises(GenerationError, match="needs base_url"):
+        load_engine("openai")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed here")
+def test_vllm_absent_says_what_to_install() -> None:
+    with pytest.raises(GenerationError) as error:
+        load_engine("vllm", "some/model")
+    assert "install mmrag[gpu] on a GPU machine" in one_line(error)
+
+
+def test_unreachable_endpoint() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    with pytest.raises(GenerationError) as error:
+        load_engine("openai", base_url=url, timeout=5)
+    message = one_line(error)
+    assert f"cannot reach {url}" in message and "vllm serve" in message
+
+
+def test_a_named_model_defers_the_unreachable_endpoint_to_the_first_request() -> None:
+    """A service may start before its `vllm serve` is up; questions then get an error."""
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    engine = load_engine("openai", "served-model", base_url=url, timeout=5)
+    for call in (
+        lambda: engine.chat(QUESTION),
+        lambda: list(engine.stream(QUESTION)),
+        lambda: engine.next_token_logprobs(QUESTION),
+    ):
+        with pytest.raises(GenerationError) as error:
+            call()
+        assert f"cannot reach {url}" in one_line(error)
+    source = Src("s-light", "text", "Dunmore lighthouse", "Built in 1887.")
+    answer = AnswerWriter(engine).write("When was it built?", [source])
+    assert answer.text == "" and answer.sources == [source]
+    assert f"cannot reach {url}" in answer.generation_error
+
+
+def test_api_root() -> None:
+    assert api_root("http://h:8000") == "http://h:8000/v1"
+    assert api_root("http://h:8000/") == "http://h:8000/v1"
+    assert api_root("http://h:8000/v1/") == "http://h:8000/v1"
+    assert api_root("https://api.example.com/openai/v1") == "https://api.example.com/openai/v1"
+
+
+def test_stop_cutter_holds_back_a_possible_stop_string() -> None:
+    cutter = StopCutter(["\nEND"])
+    assert cutter.feed("one two") == "one two"
+    assert cutter.feed(" three\n") == " three"  # "\n" may start "\nEND"
+    assert cutter.feed("EN") == ""
+    assert cutter.feed("D more") == "" and cutter.stopped
+    assert cutter.flush() == ""
+    assert cut_at_stop("a\nb", ["\nEND"]) == "a\nb"
+    assert cut_at_stop("abc", None) == "abc"
+
+
+def test_text_only_joins_text_parts_and_drops_images() -> None:
+    parts = [
+        {"type": "text", "text": "a "},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        {"type": "text", "text": "b"},
+    ]
+    assert text_only([{"role": "user", "content": parts}]) == [{"role": "user", "content": "a b"}]
+
+
+def test_only_data_urls_reach_in_process_engines() -> None:
+    assert decode_data_url("data:image/png;base64,aGk=") == b"hi"
+    with pytest.raises(GenerationError, match="data URLs"):
+        decode_data_url("https://example.org/cat.jpg")
+
+
+# --- the openai engine against llama.cpp's server ---
+
+
+@pytest.fixture(scope="module")
+def served(llama_server: str) -> OpenAIEngine:
+    engine = load_engine("openai", base_url=llama_server)
+    assert isinstance(engine, OpenAIEngine)
+    return engine
+
+
+def test_served_model_is_discovered(served: OpenAIEngine) -> None:
+    assert served.info.name == "openai"
+    assert served.info.model.endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert served.info.accepts_images is False
+
+
+def test_served_chat_and_stream_agree(served: OpenAIEngine) -> None:
+    text = served.chat(QUESTION, max_tokens=16)
+    deltas = list(served.stream(QUESTION, max_tokens=16))
+    assert text.strip() and len(deltas) > 1
+    assert "".join(deltas) == text  # greedy decoding: the same tokens either way
+
+
+def test_served_stop_strings(served: OpenAIEngine) -> None:
+    sea = [{"role": "user", "content": "Write two sentences about the sea."}]
+    full = served.chat(sea, max_tokens=24)
+    stop = full[len(full) // 2 :][:4]
+    assert len(full) > 20 and stop
+    assert served.chat(sea, max_tokens=24, stop=[stop]) == full[: full.index(stop)]
+
+
+def test_part_lists_are_sent_as_strings_to_text_only_models(served: OpenAIEngine) -> None:
+    """llama.cpp's server fails on part lists for text-only templates; the client flattens."""
+    parts = [
+        {"role": m["role"], "content": [{"type": "text", "text": m["content"]}]} for m in QUESTION
+    ]
+    assert served.chat(parts, max_tokens=16) == served.chat(QUESTION, max_tokens=16)
+
+
+def test_served_logprobs_match_the_in_process_engine(served: OpenAIEngine, smollm2) -> None:
+    remote = served.next_token_logprobs(QUESTION, top_k=20)
+    local = smollm2.next_token_logprobs(QUESTION, top_k=20)
+    assert 5 <= len(remote) <= 20
+    assert all(lp <= 0 for lp in remote.values())
+    assert sum(math.exp(lp) for lp in remote.values()) <= 1.0 + 1e-6
+    # Same GGUF, same chat template: the same leading token with (nearly) the same logprob.
+    top = max(remote, key=remote.get)
+    assert top == max(local, key=local.get)
+    assert remote[top] == pytest.approx(local[top], abs=0.05)
+
+
+def test_served_errors_are_one_line(served: OpenAIEngine, llama_server: str) -> None:
+    broken = OpenAIEngine("no-such-model", base_url=llama_server)
+    too_long = [{"role": "user", "content": "word " * 5000}]  # beyond the server's n_ctx 2048
+    with pytest.raises(GenerationError) as error:
+        broken.chat(too_long, max_tokens=4)
+    assert "answered HTTP" in one_line(error)
