@@ -10,9 +10,14 @@ PORT ?= 8000
 
 .PHONY: setup serve test test-slow lint format bench sample-index clean
 
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
 # torch goes first and pinned: the CPU build on disk. Left to pip, a dependency's `torch>=…`
 # would pull a newer release with GBs of CUDA wheels. torchvision is never installed on CPU.
+# Debian's Chromium drives the chat page's browser test (Playwright never downloads a browser).
 $(STAMP): pyproject.toml requirements/constraints.txt
+	command -v chromium >/dev/null || ($(SUDO) apt-get update -qq && \
+		$(SUDO) apt-get install -y -qq chromium)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0

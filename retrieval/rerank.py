@@ -102,12 +102,13 @@ class SourceSelector:
     """Top-k candidates in, the sources above `threshold` (at most `max_sources`) out.
 
     With `min_sources=1` the best candidate is kept even below the threshold, since an answer
-    needs something to cite; set it to 0 to let "nothing relevant" through.
+    needs something to cite; set it to 0 to let "nothing relevant" through. Without a scorer the
+    candidates' own scores are the relevance: right when calibrated fusion made them P(relevant).
     """
 
     def __init__(
         self,
-        scorer: RelevanceScorer,
+        scorer: RelevanceScorer | None,
         *,
         threshold: float = VLP_THRESHOLD,
         max_sources: int = 2,
@@ -124,10 +125,19 @@ class SourceSelector:
         self.k = k
         self.min_sources = min_sources
 
-    def select(self, question: str, candidates: Sequence[Candidate]) -> Selection:
+    def select(
+        self, question: str, candidates: Sequence[Candidate], *, max_sources: int | None = None
+    ) -> Selection:
+        """`max_sources` overrides the selector's cap for this question only."""
+        cap = self.max_sources if max_sources is None else max_sources
+        if cap < 1:
+            raise InputError(f"max_sources must be at least 1, got {cap}")
         pool = list(candidates)[: self.k]
         started = time.perf_counter()
-        relevance = self.scorer.relevance(question, [c.source for c in pool])
+        if self.scorer is None:
+            relevance = np.array([c.score for c in pool])
+        else:
+            relevance = self.scorer.relevance(question, [c.source for c in pool])
         seconds = time.perf_counter() - started
         considered = sorted(
             (
@@ -139,7 +149,7 @@ class SourceSelector:
         above = [s for s in considered if s.relevance >= self.threshold]
         chosen = max(len(above), min(self.min_sources, len(considered)))
         return Selection(
-            selected=considered[: min(chosen, self.max_sources)],
+            selected=considered[: min(chosen, cap)],
             considered=considered,
             timings={
                 "rerank_s": seconds,

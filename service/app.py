@@ -1,65 +1,62 @@
-"""The FastAPI application factory: state is loaded once per process and held on `app.state`."""
+"""The FastAPI application factory: the pipeline loads once per process, held on `app.state`."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
 
-from indexes.collection import Collection
-from indexes.errors import InputError
-from retrieval.hybrid import HybridRetriever
+from service.components import build_pipeline
 from service.config import Settings
-from service.schemas import Health, SearchHit, SearchRequest, SearchResponse
+from service.limits import AdmissionQueue, BodySizeLimit
+from service.metrics import Metrics, MetricsMiddleware
+from service.pipeline import QAPipeline
+from service.routes import answer, health, search, sources
 
-CAPTIONS_ONLY = "none: no CLIP checkpoint configured, images are reached through their captions"
+STATIC = Path(__file__).parent / "static"
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = None) -> FastAPI:
+    """`pipeline` may be built beforehand (the CLI does, to fail fast); else at start-up."""
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.retriever = HybridRetriever(
-            Collection(settings.index), settings.retrievers, settings.fusion
-        )
+        app.state.pipeline = pipeline or await run_in_threadpool(build_pipeline, settings)
         yield
 
-    app = FastAPI(title="mmrag", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(
+        title="mmrag",
+        version="0.1.0",
+        summary="Multimodal retrieval and cited-answer QA over image and text corpora.",
+        lifespan=lifespan,
+    )
     app.state.settings = settings
-
-    @app.get("/healthz", response_model=Health)
-    async def healthz(request: Request) -> Health:
-        retriever: HybridRetriever = request.app.state.retriever
-        return Health(
-            status="ok",
-            sources=len(retriever.collection.store),
-            retrievers=retriever.retrievers,
-            fusion=retriever.fusion,
-            image_vectors="clip" if retriever.collection.has_clip else CAPTIONS_ONLY,
+    app.state.metrics = Metrics()
+    app.state.answer_queue = AdmissionQueue(
+        "answering", settings.answer_concurrency, settings.answer_queue
+    )
+    app.state.search_queue = AdmissionQueue(
+        "search", settings.search_concurrency, settings.search_queue
+    )
+    for module in (health, search, answer, sources):
+        app.include_router(module.router)
+    # The demo chat page: GET / plus its assets under /static, so it never shadows a route.
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_api_route("/", lambda: FileResponse(STATIC / "index.html"), include_in_schema=False)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["content-type"],
         )
-
-    @app.post("/v1/search", response_model=SearchResponse)
-    async def search(body: SearchRequest, request: Request) -> SearchResponse:
-        if len(body.question) > settings.max_question_chars:
-            raise HTTPException(
-                422, f"question longer than {settings.max_question_chars} characters"
-            )
-        if body.k > settings.max_k:
-            raise HTTPException(422, f"k must be at most {settings.max_k}")
-        started = time.perf_counter()
-        try:
-            candidates = await run_in_threadpool(
-                request.app.state.retriever.search, body.question, body.k, body.modality
-            )
-        except InputError as exc:
-            raise HTTPException(422, str(exc)) from None
-        return SearchResponse(
-            hits=[SearchHit.from_candidate(c) for c in candidates],
-            took_ms=(time.perf_counter() - started) * 1000,
-        )
-
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     return app

@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from generation.errors import GenerationError
 from indexes.errors import InputError
 
 EXIT_INPUT_ERROR = 1
@@ -29,7 +30,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from evaluation import cli as evaluation
-    from service.commands import index, retrieval, search, serve
+    from service.commands import ask, index, rationale, retrieval, search, serve
 
     parser = OneLineParser(
         prog="mmrag",
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     commands.required = True
-    for module in (index, search, retrieval, serve, evaluation):
+    for module in (index, search, retrieval, ask, rationale, serve, evaluation):
         module.register(commands)
     return parser
 
@@ -49,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
-    except (InputError, OSError) as exc:
+    except (InputError, GenerationError, OSError) as exc:
         print(f"mmrag: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_INPUT_ERROR
     except KeyboardInterrupt:

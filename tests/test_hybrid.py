@@ -12,41 +12,16 @@ from PIL import Image
 
 from indexes.collection import Collection, build_index
 from indexes.encoders.clip import load_clip
-from indexes.encoders.loading import clip_encoder, text_encoder
+from indexes.encoders.loading import clip_encoder
 from indexes.errors import IndexFormatError, InputError
 from retrieval.hybrid import HybridRetriever
-from tests.conftest import SAMPLE, SAMPLE_JSON, run_mmrag
+from tests.conftest import run_mmrag
 from tests.tiny_models import tiny_clip
 
 
 @pytest.fixture(scope="module")
 def clip_dir(tmp_path_factory) -> Path:
     return tiny_clip(tmp_path_factory.mktemp("clip"))
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    return text_encoder("sentence-transformers/all-MiniLM-L6-v2")
-
-
-@pytest.fixture(scope="module")
-def hybrid_index(tmp_path_factory, minilm) -> Path:
-    """The sample corpus with BM25 + MiniLM, calibrated on its train split."""
-    out = tmp_path_factory.mktemp("hybrid") / "index"
-    build_index([SAMPLE_JSON], out, images=SAMPLE / "imgs.tsv", text_embedder=minilm)
-    result = run_mmrag(
-        "retrieval",
-        "calibrate",
-        "--index",
-        str(out),
-        "--questions",
-        str(SAMPLE_JSON),
-        "--split",
-        "train",
-    )
-    assert result.returncode == 0, result.stderr
-    assert "calibrated 4 lists on 12 questions" in result.stdout
-    return out
 
 
 def test_tiny_clip_loads_by_path_and_embeds_normalised_vectors(clip_dir):

@@ -95,3 +95,19 @@ def test_judge_scorer_asks_the_judge_about_each_source():
 
     selection = SourceSelector(JudgeScorer(KeywordJudge())).select("q", candidates(4))
     assert selected_ids(selection) == ["s2"]
+
+
+def test_without_a_scorer_calibrated_retrieval_scores_are_the_relevance():
+    pool = [
+        Candidate(c.source, p, c.rank, "bm25+text:calibrated")
+        for c, p in zip(candidates(3), [0.7, 0.25, 0.1], strict=True)
+    ]
+    assert selected_ids(SourceSelector(None).select("q", pool)) == ["s0", "s1"]
+
+
+def test_max_sources_can_be_lowered_per_question():
+    selector = SourceSelector(FixedScores([0.9, 0.8, 0.7]), max_sources=3)
+    assert selected_ids(selector.select("q", candidates(3), max_sources=1)) == ["s0"]
+    assert len(selector.select("q", candidates(3)).selected) == 3
+    with pytest.raises(InputError, match="max_sources must be at least 1"):
+        selector.select("q", candidates(3), max_sources=0)

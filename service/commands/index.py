@@ -104,7 +104,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_stats(args: argparse.Namespace) -> int:
     from indexes.collection import Collection
-    from service.app import CAPTIONS_ONLY
+    from service.routes.health import CAPTIONS_ONLY
 
     collection = Collection(args.index, verify=args.verify)
     manifest = collection.manifest

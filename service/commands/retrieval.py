@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from service.commands.search import add_retrieval_options
+from service.commands.options import add_retrieval_options
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -37,7 +37,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from indexes.corpus.webqa import iter_questions
     from retrieval.hybrid import HybridRetriever, fit_calibration
 
-    retriever = HybridRetriever(Collection(args.index), args.retrievers, "rrf")
+    retriever = HybridRetriever(Collection(args.index), args.retrievers, "rrf", device=args.device)
     questions = (
         (question.question, question.gold_source_ids)
         for path in args.questions

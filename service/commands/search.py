@@ -7,23 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
-
-def comma_list(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]
-
-
-def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--retrievers",
-        type=comma_list,
-        help="comma-separated subset of bm25,text,clip (default: all in the index)",
-    )
-    parser.add_argument(
-        "--fusion",
-        choices=["auto", "raw", "rrf", "calibrated"],
-        default="auto",
-        help="auto: calibrated when the index has a calibration, else rrf",
-    )
+from service.commands.options import add_retrieval_options
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -42,7 +26,9 @@ def run_search(args: argparse.Namespace) -> int:
     from retrieval.hybrid import HybridRetriever
     from service.schemas import SearchHit
 
-    retriever = HybridRetriever(Collection(args.index), args.retrievers, args.fusion)
+    retriever = HybridRetriever(
+        Collection(args.index), args.retrievers, args.fusion, device=args.device
+    )
     candidates = retriever.search(args.question, args.k, args.modality)
     hits = [SearchHit.from_candidate(candidate) for candidate in candidates]
     if args.json:

@@ -1,0 +1,56 @@
+"""`mmrag ask`: retrieve, select and answer one question with cited sources."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from service.commands.options import add_pipeline_options, settings_from
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    ask = commands.add_parser("ask", help="answer a question in one sentence that cites sources")
+    ask.add_argument("question")
+    ask.add_argument("--index", type=Path, required=True)
+    ask.add_argument("--k", type=int, help="candidates retrieved (default: --rerank-k)")
+    ask.add_argument("--modality", choices=["all", "image", "text"], default="all")
+    add_pipeline_options(ask)
+    ask.add_argument("--stream", action="store_true", help="print the answer as it is written")
+    ask.add_argument("--json", action="store_true", help="print the answer as JSON")
+    ask.set_defaults(run=run_ask)
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    from service.components import build_pipeline
+    from service.pipeline import QAResult
+    from service.schemas import AnswerResponse
+
+    pipeline = build_pipeline(settings_from(args))
+    options = {"k": args.k, "modality": args.modality}
+    if args.stream and not args.json:
+        for part in pipeline.stream(args.question, **options):
+            if isinstance(part, QAResult):
+                result = part
+            else:
+                print(part, end="", flush=True)
+        print()
+    else:
+        result = pipeline.answer(args.question, **options)
+    response = AnswerResponse.from_result(result)
+    if args.json:
+        print(json.dumps(response.model_dump(), indent=2, ensure_ascii=False))
+        return 0 if response.generation_error is None else 1
+    if not args.stream:
+        print(response.answer)
+    for source in response.sources:
+        marker = next(
+            (c.marker for c in response.citations if c.source_id == source.source_id), None
+        )
+        label = f"[{marker}]" if marker else "   "
+        print(f"  {label} {source.title} ({source.modality} {source.source_id})")
+    if response.generation_error:
+        print(f"mmrag: error: no answer written: {response.generation_error}", file=sys.stderr)
+        return 1
+    return 0

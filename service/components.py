@@ -1,0 +1,74 @@
+"""Build the pipeline's parts once per process from the settings; each model loads once."""
+
+from __future__ import annotations
+
+from indexes.collection import Collection
+from indexes.errors import InputError
+from retrieval.hybrid import HybridRetriever
+from retrieval.rerank import CrossEncoderScorer, JudgeScorer, RelevanceScorer, SourceSelector
+from service.config import Settings
+from service.pipeline import QAPipeline
+
+
+def build_retriever(settings: Settings) -> HybridRetriever:
+    return HybridRetriever(
+        Collection(settings.index), settings.retrievers, settings.fusion, device=settings.device
+    )
+
+
+def build_engine(settings: Settings):
+    from generation.engines import load_engine
+
+    return load_engine(
+        settings.engine,
+        settings.model,
+        base_url=settings.engine_url,
+        api_key=settings.api_key,
+        device=settings.device,
+    )
+
+
+def build_scorer(settings: Settings, retriever: HybridRetriever, engine) -> RelevanceScorer | None:
+    """None means: the calibrated retrieval scores are the relevance."""
+    choice = settings.reranker
+    if choice in ("auto", "none"):
+        return None
+    if choice == "lm-judge":
+        from generation.judge import LMJudge
+
+        return JudgeScorer(LMJudge(engine, images=image_bytes(retriever)))
+    if choice.startswith("cross-encoder:"):
+        return CrossEncoderScorer(choice.removeprefix("cross-encoder:"), device=settings.device)
+    raise InputError(
+        f"unknown reranker {choice!r}; use auto, none, lm-judge or cross-encoder:NAME_OR_PATH"
+    )
+
+
+def image_bytes(retriever: HybridRetriever):
+    """Image bytes of a source for engines that see images; None where there are none."""
+    images = retriever.collection.images
+
+    def read(source) -> bytes | None:
+        if images is None or source.modality != "image" or not source.image_ref:
+            return None
+        return images.read_bytes(source.image_ref)
+
+    return read
+
+
+def build_pipeline(settings: Settings) -> QAPipeline:
+    from generation.writer import AnswerWriter
+
+    retriever = build_retriever(settings)
+    engine = build_engine(settings)
+    scorer = build_scorer(settings, retriever, engine)
+    # Uncalibrated fused scores (RRF) are ranks, not probabilities: keep the top sources then.
+    calibrated = scorer is not None or retriever.fusion == "calibrated"
+    selector = SourceSelector(
+        scorer,
+        threshold=settings.threshold if calibrated else 0.0,
+        max_sources=settings.max_sources,
+        k=settings.rerank_k,
+    )
+    writer = AnswerWriter(engine, max_tokens=settings.max_tokens, images=image_bytes(retriever))
+    return QAPipeline(retriever, selector, writer)

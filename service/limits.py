@@ -1,0 +1,100 @@
+"""Back-pressure: a bounded admission queue (429 + Retry-After) and a request-body size cap (413).
+
+Answers cost a generator call each; past a few in flight, more concurrency only lengthens every
+request's wait, so the service admits `concurrency` at once, lets `queue` more wait, and tells
+the rest when to come back rather than letting latency grow without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class AdmissionQueue:
+    def __init__(self, name: str, concurrency: int, queue: int, retry_after_s: int = 1) -> None:
+        self.name = name
+        self.capacity = concurrency + queue
+        self.retry_after_s = retry_after_s
+        self._slots = asyncio.Semaphore(concurrency)
+        self.admitted = 0  # running or waiting
+
+    def check(self) -> None:
+        """Raise the 429 now if full: a stream must refuse before its 200 is sent."""
+        if self.admitted >= self.capacity:
+            raise HTTPException(
+                429,
+                f"{self.name} is at capacity ({self.capacity} requests running or queued); "
+                f"retry in {self.retry_after_s} s",
+                headers={"Retry-After": str(self.retry_after_s)},
+            )
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        self.check()
+        self.admitted += 1
+        try:
+            async with self._slots:
+                yield
+        finally:
+            self.admitted -= 1
+
+
+class BodySizeLimit:
+    """413 for bodies over `max_bytes`: by Content-Length, or as chunked uploads arrive."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            await self._reject(send)
+            return
+        received = 0
+        too_large = False
+
+        async def counting_receive() -> Message:
+            nonlocal received, too_large
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                # Whatever the app makes of a cut-off body, the client is told 413 instead.
+                too_large = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            return message
+
+        rejected = False
+
+        async def replacing_send(message: Message) -> None:
+            nonlocal rejected
+            if not too_large:
+                await send(message)
+            elif not rejected:
+                rejected = True
+                await self._reject(send)
+
+        await self.app(scope, counting_receive, replacing_send)
+
+    async def _reject(self, send: Send) -> None:
+        body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes"}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,60 @@
+"""Liveness, readiness (what is loaded and reachable) and Prometheus metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+
+from retrieval.hybrid import HybridRetriever
+from service.schemas import Health, Readiness
+
+router = APIRouter()
+
+CAPTIONS_ONLY = "none: no CLIP checkpoint configured, images are reached through their captions"
+
+
+def describe_images(retriever: HybridRetriever) -> str:
+    return "clip" if retriever.collection.has_clip else CAPTIONS_ONLY
+
+
+@router.get("/healthz", response_model=Health)
+async def healthz(request: Request) -> Health:
+    retriever: HybridRetriever = request.app.state.pipeline.retriever
+    return Health(
+        status="ok",
+        sources=len(retriever.collection.store),
+        retrievers=retriever.retrievers,
+        fusion=retriever.fusion,
+        image_vectors=describe_images(retriever),
+    )
+
+
+@router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
+async def readyz(request: Request):
+    """503 until the generator answers: a load balancer should not send questions before."""
+    pipeline = request.app.state.pipeline
+    engine = pipeline.writer.engine
+    reachable = await run_in_threadpool(engine.ping)
+    scorer = pipeline.selector.scorer
+    body = Readiness(
+        ready=reachable,
+        index=str(pipeline.retriever.collection.root),
+        sources=len(pipeline.retriever.collection.store),
+        retrievers=pipeline.retriever.retrievers,
+        fusion=pipeline.retriever.fusion,
+        image_vectors=describe_images(pipeline.retriever),
+        reranker=scorer.name if scorer else "calibrated retrieval scores",
+        engine=engine.info.name,
+        model=engine.info.model,
+        engine_reachable=reachable,
+    )
+    return JSONResponse(body.model_dump(), status_code=200 if reachable else 503)
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics(request: Request) -> Response:
+    return Response(
+        request.app.state.metrics.exposition(),
+        media_type="text/plain; version=0.0.4; charset=utf-8",
+    )

@@ -1,0 +1,394 @@
+// The demo chat page: POST /v1/answer with stream: true, show the tokens as they arrive, then
+// the validated answer with its citations and source cards. Server strings only ever go into
+// textContent or attributes, never into HTML.
+"use strict";
+
+const log = document.getElementById("log");
+const form = document.getElementById("ask");
+const input = document.getElementById("question");
+const send = document.getElementById("send");
+const modality = document.getElementById("modality");
+const statusLine = document.getElementById("status");
+const announcer = document.getElementById("announcer");
+
+const MARKERS = /\[(\d{1,2}(?:\s*,\s*\d{1,2})*)\]/g;
+const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
+let turns = 0;
+
+// ---- small DOM helpers ------------------------------------------------------------------------
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function safeUrl(value) {
+  // Only http(s) links, or this service's own paths: never javascript: or data: URLs.
+  try {
+    const url = new URL(value, window.location.href);
+    return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+function nearBottom() {
+  const page = document.scrollingElement;
+  return page.scrollHeight - page.scrollTop - page.clientHeight < 120;
+}
+
+function keepInView(wasNearBottom) {
+  if (wasNearBottom) window.scrollTo({ top: document.scrollingElement.scrollHeight });
+}
+
+// ---- service status ---------------------------------------------------------------------------
+
+async function loadHealth() {
+  try {
+    const response = await fetch("/healthz", { headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    const health = await response.json();
+    const images =
+      health.image_vectors === "clip" ? "images by CLIP vectors" : "images via their captions";
+    const retrievers = (health.retrievers || []).join(" + ") || "no retrievers";
+    statusLine.textContent =
+      `${Number(health.sources).toLocaleString()} sources · ${retrievers} · ${images}`;
+    statusLine.title = `fusion: ${health.fusion}; image vectors: ${health.image_vectors}`;
+    statusLine.dataset.state = health.status === "ok" ? "ok" : "down";
+  } catch (error) {
+    statusLine.textContent = `Service unreachable (${error.message})`;
+    statusLine.dataset.state = "down";
+  }
+}
+
+// ---- server-sent events over fetch ------------------------------------------------------------
+
+function parseEvent(block) {
+  let event = "message";
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (!line || line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") event = value;
+    else if (field === "data") data.push(value);
+  }
+  return data.length ? { event, data: data.join("\n") } : null;
+}
+
+async function* readEvents(body) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
+    // Normalise line ends; a "\r" at the very end may be half of a "\r\n" still to come.
+    const held = !done && buffer.endsWith("\r") ? "\r" : "";
+    if (held) buffer = buffer.slice(0, -1);
+    buffer = buffer.replace(/\r\n?/g, "\n");
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) !== -1) {
+      const parsed = parseEvent(buffer.slice(0, cut));
+      buffer = buffer.slice(cut + 2);
+      if (parsed) yield parsed;
+    }
+    buffer += held;
+    if (done) {
+      const parsed = parseEvent(buffer.replace(/\r/g, "\n"));
+      if (parsed) yield parsed;
+      return;
+    }
+  }
+}
+
+function errorDetail(body, status) {
+  // FastAPI gives {"detail": "..."} or, from validation, {"detail": [{"msg": ...}, ...]}.
+  const detail = body && body.detail;
+  if (typeof detail === "string" && detail) return detail;
+  if (Array.isArray(detail) && detail.length) {
+    return detail.map((item) => (item && item.msg) || JSON.stringify(item)).join("; ");
+  }
+  return `The service answered HTTP ${status}.`;
+}
+
+// ---- conversation bubbles ---------------------------------------------------------------------
+
+function addQuestion(text) {
+  const bubble = el("article", "turn question");
+  bubble.setAttribute("aria-label", "Your question");
+  bubble.append(el("p", "bubble-text", text));
+  log.append(bubble);
+  return bubble;
+}
+
+function addAnswer() {
+  const bubble = el("article", "turn answer");
+  bubble.setAttribute("aria-label", "Answer");
+  bubble.setAttribute("aria-busy", "true");
+  bubble.dataset.state = "streaming";
+  const text = el("p", "answer-text streaming");
+  text.append(el("span", "thinking", "Searching the sources…"));
+  bubble.append(text);
+  log.append(bubble);
+  return bubble;
+}
+
+function appendToken(bubble, delta) {
+  const text = bubble.querySelector(".answer-text");
+  const thinking = text.querySelector(".thinking");
+  if (thinking) thinking.remove();
+  text.append(document.createTextNode(delta));
+}
+
+function showError(bubble, message) {
+  bubble.replaceChildren(el("p", "notice error", message));
+  bubble.querySelector(".notice").setAttribute("role", "alert");
+  finish(bubble, "error");
+  announcer.textContent = message;
+}
+
+function finish(bubble, state) {
+  bubble.dataset.state = state;
+  bubble.removeAttribute("aria-busy");
+}
+
+function sourceCard(source, number, cited, turn) {
+  const card = el("article", `card ${source.modality === "image" ? "image" : "text"}`);
+  card.id = `s${turn}-${number}`;
+  card.tabIndex = -1;
+  card.dataset.sourceId = source.source_id;
+  if (!cited) card.classList.add("uncited");
+  const title = source.title || source.source_id;
+
+  const imageUrl = source.image_url ? safeUrl(source.image_url) : null;
+  if (imageUrl) {
+    const img = el("img", "thumb");
+    img.loading = "lazy";
+    img.decoding = "async";
+    img.alt = title;
+    img.width = 192;
+    img.height = 144;
+    img.addEventListener("error", () => img.classList.add("broken"), { once: true });
+    img.src = imageUrl;
+    card.append(img);
+  }
+
+  const body = el("div", "card-body");
+  const heading = el("h3", "card-title");
+  heading.append(el("span", "card-number", number), document.createTextNode(title));
+  body.append(heading);
+  if (source.text) body.append(el("p", "card-text", source.text));
+
+  const meta = el("p", "card-meta");
+  meta.append(el("span", "modality", source.modality), el("span", "source-id", source.source_id));
+  if (typeof source.score === "number") {
+    meta.append(el("span", "score", `relevance ${source.score.toFixed(2)}`));
+  }
+  if (!cited) meta.append(el("span", "uncited-label", "not cited"));
+  const href = source.url ? safeUrl(source.url) : null;
+  if (href) {
+    const link = el("a", "card-link", source.modality === "image" ? "image page" : "open source");
+    link.href = href;
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+    link.setAttribute("aria-label", `Open “${title}” in a new tab`);
+    meta.append(link);
+  }
+  body.append(meta);
+  card.append(body);
+  return card;
+}
+
+function focusSource(bubble, cardId) {
+  const card = document.getElementById(cardId);
+  if (!card) return;
+  for (const other of bubble.querySelectorAll(".card.highlight")) {
+    other.classList.remove("highlight");
+  }
+  void card.offsetWidth; // restart the flash animation when the same card is picked again
+  card.classList.add("highlight");
+  card.scrollIntoView({ behavior: reducedMotion.matches ? "auto" : "smooth", block: "nearest" });
+  card.focus({ preventScroll: true });
+}
+
+function renderAnswer(bubble, result, turn) {
+  const sources = Array.isArray(result.sources) ? result.sources : [];
+  const citations = Array.isArray(result.citations) ? result.citations : [];
+  const citedIds = new Set(citations.map((c) => c.source_id));
+  const byMarker = new Map(citations.map((c) => [c.marker, c.source_id]));
+  const sourceIndex = (n) => {
+    // The citation names its source; the numbering of `sources` ([1] first) is the fallback.
+    const id = byMarker.get(n) ?? sources[n - 1]?.source_id;
+    return sources.findIndex((s) => s.source_id === id);
+  };
+
+  const parts = [];
+  const answer = typeof result.answer === "string" ? result.answer : "";
+  if (answer) {
+    const text = el("p", "answer-text");
+    let last = 0;
+    for (const match of answer.matchAll(MARKERS)) {
+      text.append(document.createTextNode(answer.slice(last, match.index)));
+      for (const n of match[1].split(",").map((x) => Number(x.trim()))) {
+        const index = sourceIndex(n);
+        if (index === -1) {
+          text.append(document.createTextNode(`[${n}]`));
+          continue;
+        }
+        const source = sources[index];
+        const target = `s${turn}-${index + 1}`;
+        const chip = el("button", "chip", n);
+        chip.type = "button";
+        chip.setAttribute("aria-controls", target);
+        chip.setAttribute("aria-label", `Source ${n}: ${source.title || source.source_id}`);
+        chip.title = source.title || source.source_id;
+        chip.addEventListener("click", () => focusSource(bubble, target));
+        text.append(chip);
+      }
+      last = match.index + match[0].length;
+    }
+    text.append(document.createTextNode(answer.slice(last)));
+    parts.push(text);
+  }
+
+  if (result.generation_error) {
+    const notice = el(
+      "p",
+      "notice error",
+      `The generator failed: ${result.generation_error} — here are the retrieved sources.`,
+    );
+    notice.setAttribute("role", "alert");
+    parts.push(notice);
+  } else if (!answer) {
+    parts.push(el("p", "notice", "No answer was written."));
+  }
+
+  if (sources.length) {
+    const list = el("div", "sources");
+    list.setAttribute("role", "group");
+    list.setAttribute("aria-label", "Sources");
+    sources.forEach((source, i) => {
+      const cited = citedIds.has(source.source_id) || result.generation_error;
+      list.append(sourceCard(source, i + 1, Boolean(cited), turn));
+    });
+    parts.push(el("h2", "sources-heading", sources.length === 1 ? "Source" : "Sources"), list);
+  } else {
+    parts.push(el("p", "notice", "No source was relevant enough to cite."));
+  }
+
+  bubble.replaceChildren(...parts);
+  finish(bubble, result.generation_error ? "failed" : "done");
+  announcer.textContent = result.generation_error
+    ? `The generator failed. ${sources.length} retrieved sources shown.`
+    : `Answer: ${result.answer_without_markers || answer}`;
+}
+
+// ---- asking -----------------------------------------------------------------------------------
+
+async function ask(question) {
+  const turn = ++turns;
+  document.getElementById("welcome")?.remove();
+  addQuestion(question);
+  const bubble = addAnswer();
+  keepInView(true);
+
+  let response;
+  try {
+    response = await fetch("/v1/answer", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      body: JSON.stringify({ question, modality: modality.value, stream: true }),
+    });
+  } catch (error) {
+    showError(bubble, `Could not reach the service: ${error.message}. Is it running?`);
+    return false;
+  }
+
+  try {
+    if (!response.ok) {
+      let body = null;
+      try {
+        body = await response.json();
+      } catch {
+        // not JSON: a proxy's error page, say
+      }
+      showError(bubble, `Error ${response.status}: ${errorDetail(body, response.status)}`);
+      return false;
+    }
+    const type = response.headers.get("Content-Type") || "";
+    if (!type.startsWith("text/event-stream")) {
+      renderAnswer(bubble, await response.json(), turn); // a server that does not stream
+      return true;
+    }
+    for await (const { event, data } of readEvents(response.body)) {
+      const wasNearBottom = nearBottom();
+      const payload = JSON.parse(data);
+      if (event === "token") appendToken(bubble, payload.text ?? "");
+      else if (event === "answer") renderAnswer(bubble, payload, turn);
+      else if (event === "error") showError(bubble, `Error: ${errorDetail(payload, 200)}`);
+      keepInView(wasNearBottom);
+    }
+    if (bubble.dataset.state === "streaming") {
+      showError(bubble, "The answer stream ended before the answer arrived.");
+    }
+  } catch (error) {
+    showError(bubble, `The connection broke while answering: ${error.message}`);
+  }
+  return bubble.dataset.state !== "error";
+}
+
+function setBusy(busy) {
+  input.disabled = busy;
+  send.disabled = busy;
+  modality.disabled = busy;
+  form.setAttribute("aria-busy", String(busy));
+}
+
+function resize() {
+  input.style.height = "auto";
+  input.style.height = `${Math.min(input.scrollHeight, 200)}px`;
+}
+
+async function submit(question) {
+  question = question.trim();
+  if (!question || send.disabled) return;
+  input.value = "";
+  resize();
+  setBusy(true);
+  let answered = false;
+  try {
+    answered = await ask(question);
+  } finally {
+    setBusy(false);
+    if (!answered && !input.value) input.value = question; // to fix and send again
+    resize();
+    input.focus();
+    keepInView(true);
+  }
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  submit(input.value);
+});
+
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    form.requestSubmit();
+  }
+});
+
+input.addEventListener("input", resize);
+
+for (const example of document.querySelectorAll(".example")) {
+  example.addEventListener("click", () => submit(example.textContent));
+}
+
+loadHealth();
+input.focus();

@@ -1,0 +1,91 @@
+"""Cited answers end to end with the embedded models: sample index, real SmolLM2 via llama.cpp."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from service.components import build_pipeline
+from service.config import Settings
+from service.schemas import AnswerResponse
+from tests.conftest import assert_one_line_error, run_mmrag
+
+# A second sentence: a full word (not an abbreviation like "St.") ends, then a capital follows.
+SECOND_SENTENCE = re.compile(r"\b\w{4,}[.!?]\s+[A-Z]")
+
+
+@pytest.fixture(scope="module")
+def pipeline(hybrid_index: Path):
+    return build_pipeline(Settings(index=hybrid_index))
+
+
+def test_every_sample_question_gets_one_cited_sentence_in_under_two_seconds(
+    pipeline, sample_questions
+):
+    slow = []
+    for question in sample_questions:
+        started = time.perf_counter()
+        result = pipeline.answer(question.question)
+        seconds = time.perf_counter() - started
+        answer = result.answer
+        assert answer.generation_error is None
+        given = {source.id for source in answer.sources}
+        selected = {scored.source.id for scored in result.selection.selected}
+        assert given == selected and 1 <= len(given) <= 2, question.guid
+        assert answer.citations, question.guid
+        assert {c.source_id for c in answer.citations} <= given, question.guid
+        assert all(1 <= c.marker <= len(answer.sources) for c in answer.citations)
+        plain = answer.text_without_markers.strip()
+        assert plain and not re.search(r"\[\d+\]", plain), question.guid
+        assert plain[-1] in ".!?" and not SECOND_SENTENCE.search(plain), plain  # one sentence
+        if seconds >= 2.0:
+            slow.append((question.guid, seconds))
+    assert not slow, slow
+
+
+def test_ask_cli_json(hybrid_index: Path, sample_questions):
+    question = next(q for q in sample_questions if q.qcate == "color")
+    result = run_mmrag("ask", question.question, "--index", str(hybrid_index), "--json")
+    assert result.returncode == 0, result.stderr
+    body = AnswerResponse.model_validate(json.loads(result.stdout))
+    assert body.citations and body.sources
+    assert {c.source_id for c in body.citations} <= {s.source_id for s in body.sources}
+    image = next(s for s in body.sources if s.modality == "image")
+    assert image.image_url == f"/v1/sources/{image.source_id}/image"
+    assert set(body.timings) >= {"retrieve_s", "rerank_s", "generate_s"}
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # nothing listens once the socket closes
+
+
+def test_generator_down_still_returns_the_sources(hybrid_index: Path):
+    """A real unreachable endpoint (a closed loopback port), not a mock."""
+    settings = Settings(
+        index=hybrid_index,
+        engine="openai",
+        model="any",
+        engine_url=f"http://127.0.0.1:{closed_port()}/v1",
+    )
+    result = build_pipeline(settings).answer("What color is the door of the Harbor Inn?")
+    assert result.answer.generation_error
+    assert result.answer.sources and result.answer.text == ""
+
+
+def test_ask_errors_are_one_line(hybrid_index: Path, tmp_path: Path):
+    assert_one_line_error(
+        run_mmrag("ask", "q", "--index", str(hybrid_index), "--model", str(tmp_path / "no.gguf")),
+        "no.gguf",
+    )
+    assert_one_line_error(
+        run_mmrag("ask", "q", "--index", str(hybrid_index), "--reranker", "magic"),
+        "unknown reranker 'magic'",
+    )
+    assert_one_line_error(run_mmrag("ask", "  ", "--index", str(hybrid_index)), "question is empty")

@@ -1,0 +1,193 @@
+"""The QA service under normal use, load and faults, through the ASGI app."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.components import build_pipeline
+from service.config import Settings
+from tests.conftest import assert_one_line_error, run_mmrag, running_llama_server
+
+QUESTION = "What color is the door of the Harbor Inn?"
+
+
+@pytest.fixture(scope="module")
+def pipeline(hybrid_index: Path):
+    """Built once: every app below shares the loaded models, as one process would."""
+    return build_pipeline(Settings(index=hybrid_index))
+
+
+def client_for(pipeline, **settings) -> TestClient:
+    return TestClient(
+        create_app(Settings(index=pipeline.retriever.collection.root, **settings), pipeline)
+    )
+
+
+def parse_events(text: str) -> list[tuple[str, dict]]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((fields["event"], json.loads(fields["data"])))
+    return events
+
+
+def test_answer_returns_a_cited_sentence_and_its_sources(pipeline):
+    with client_for(pipeline) as client:
+        body = client.post("/v1/answer", json={"question": QUESTION}).json()
+    assert body["generation_error"] is None
+    assert body["citations"] and body["answer"].endswith((".", "!", "?")) is not None
+    cited = {c["source_id"] for c in body["citations"]}
+    assert cited <= {s["source_id"] for s in body["sources"]}
+    assert all(0 <= s["score"] <= 1 for s in body["sources"])
+    assert set(body["timings"]) >= {"retrieve_s", "rerank_s", "generate_s"}
+
+
+def test_answer_streams_tokens_then_the_final_answer(pipeline):
+    with client_for(pipeline) as client:
+        response = client.post("/v1/answer", json={"question": QUESTION, "stream": True})
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = parse_events(response.text)
+    kinds = [kind for kind, _ in events]
+    assert kinds[-1] == "answer" and kinds.count("answer") == 1
+    assert "token" in kinds and set(kinds[:-1]) == {"token"}
+    streamed = "".join(data["text"] for kind, data in events if kind == "token")
+    final = events[-1][1]
+    assert final["citations"] and streamed.strip()
+
+
+def test_max_sources_per_request(pipeline):
+    with client_for(pipeline) as client:
+        body = client.post("/v1/answer", json={"question": QUESTION, "max_sources": 1}).json()
+    assert len(body["sources"]) == 1
+
+
+def test_oversize_bodies_get_413_by_length_and_when_chunked(pipeline):
+    with client_for(pipeline, max_body_bytes=2048) as client:
+        big = {"question": "door " * 1000}
+        response = client.post("/v1/answer", json=big)
+        assert response.status_code == 413
+        assert response.json()["detail"] == "request body larger than 2048 bytes"
+
+        def chunks():
+            yield b'{"question": "'
+            for _ in range(100):
+                yield b"door " * 10
+            yield b'"}'
+
+        chunked = client.post(
+            "/v1/search", content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert chunked.status_code == 413
+
+
+def test_long_questions_get_422_naming_the_limit(pipeline):
+    with client_for(pipeline, max_question_chars=50) as client:
+        response = client.post("/v1/answer", json={"question": "door " * 20})
+    assert response.status_code == 422 and "longer than 50 characters" in response.text
+
+
+def test_a_full_queue_answers_429_with_retry_after(pipeline):
+    app = create_app(
+        Settings(index=pipeline.retriever.collection.root, answer_concurrency=1, answer_queue=0),
+        pipeline,
+    )
+
+    async def burst() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            app.state.pipeline = pipeline  # ASGITransport runs no lifespan
+            return await asyncio.gather(
+                *(client.post("/v1/answer", json={"question": QUESTION}) for _ in range(4))
+            )
+
+    responses = asyncio.run(burst())
+    codes = sorted(r.status_code for r in responses)
+    assert codes.count(200) >= 1 and codes.count(429) >= 1, codes
+    refused = next(r for r in responses if r.status_code == 429)
+    assert refused.headers["retry-after"] == "1" and "at capacity" in refused.json()["detail"]
+
+
+def test_generation_past_the_deadline_returns_the_sources(pipeline):
+    with client_for(pipeline, request_timeout_s=0.001) as client:
+        body = client.post("/v1/answer", json={"question": QUESTION}).json()
+    assert body["generation_error"] == "generation timed out after 0.001 s"
+    assert body["sources"] and body["answer"] == ""
+
+
+def test_metrics_count_requests_and_time_each_stage(pipeline):
+    with client_for(pipeline) as client:
+        client.post("/v1/search", json={"question": QUESTION})
+        client.post("/v1/answer", json={"question": QUESTION})
+        client.get("/v1/sources/nope")
+        text = client.get("/metrics").text
+    assert 'mmrag_requests_total{route="/v1/search",status="200"} 1.0' in text
+    assert 'mmrag_requests_total{route="/v1/sources/{source_id}",status="404"} 1.0' in text
+    for stage in ("retrieve", "rerank", "generate"):
+        assert f'mmrag_stage_seconds_count{{stage="{stage}"}}' in text
+
+
+def test_cors_is_off_by_default_and_configurable(pipeline):
+    preflight = {"origin": "http://example.org", "access-control-request-method": "POST"}
+    with client_for(pipeline) as client:
+        assert (
+            "access-control-allow-origin"
+            not in client.options("/v1/search", headers=preflight).headers
+        )
+    with client_for(pipeline, cors_origins=["http://example.org"]) as client:
+        response = client.options("/v1/search", headers=preflight)
+    assert response.headers["access-control-allow-origin"] == "http://example.org"
+
+
+def test_openapi_schema_is_published(pipeline):
+    with client_for(pipeline) as client:
+        paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/answer", "/v1/search", "/v1/sources/{source_id}", "/healthz", "/readyz"} <= set(
+        paths
+    )
+
+
+def test_bad_config_file_is_one_line(tmp_path: Path, hybrid_index: Path):
+    config = tmp_path / "mmrag.toml"
+    config.write_text("max_sources = 0\n")
+    assert_one_line_error(
+        run_mmrag("serve", "--index", str(hybrid_index), "--config", str(config)),
+        "mmrag.toml: invalid settings (max_sources: Input should be greater",
+    )
+    config.write_text("max_sources = [")
+    assert_one_line_error(
+        run_mmrag("ask", "q", "--index", str(hybrid_index), "--config", str(config)),
+        "not valid TOML",
+    )
+
+
+def test_a_generator_that_goes_down_degrades_to_sources_and_unready(
+    hybrid_index: Path, smollm2_gguf: Path, tmp_path: Path
+):
+    """A real llama.cpp server behind the openai engine, stopped mid-service: no mock."""
+    with running_llama_server(smollm2_gguf, tmp_path / "server.log") as (server, base_url):
+        settings = Settings(
+            index=hybrid_index, engine="openai", model="smollm2", engine_url=base_url
+        )
+        with TestClient(create_app(settings)) as client:
+            ready = client.get("/readyz")
+            assert ready.status_code == 200
+            assert ready.json()["engine"] == "openai" and ready.json()["engine_reachable"]
+            up = client.post("/v1/answer", json={"question": QUESTION}).json()
+            assert up["generation_error"] is None and up["citations"]
+
+            server.terminate()
+            server.wait(timeout=10)
+            assert client.get("/readyz").status_code == 503
+            down = client.post("/v1/answer", json={"question": QUESTION})
+            assert down.status_code == 200
+            body = down.json()
+            assert "cannot reach" in body["generation_error"]
+            assert body["sources"] and body["answer"] == "" and body["citations"] == []
+            assert client.get("/healthz").status_code == 200  # alive, just not ready
