@@ -164,6 +164,22 @@ class DenseIndex:
     def __len__(self) -> int:
         return int(self.index.ntotal)
 
+    def scores_of(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Exact inner products of one query with the vectors of given store rows.
+
+        For ranking a fixed candidate set (WebQA's restricted setting): a handful of rows, read
+        from the memory-mapped float16 vectors, not a search over the index.
+        """
+        if self.folder is None:
+            raise ValueError("only a saved index can score given rows")
+        vectors = np.load(self.folder / "vectors.npy", mmap_mode="r")
+        positions = np.searchsorted(self.rows, rows)
+        if len(rows) and (
+            positions.max() >= len(self.rows) or not np.array_equal(self.rows[positions], rows)
+        ):
+            raise ValueError("some rows have no vector in this index")
+        return np.asarray(vectors[positions], dtype=np.float32) @ np.asarray(query, np.float32)
+
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(store rows, scores), each (n_queries, k); rows of missing results are -1."""
         k = min(k, len(self))

@@ -76,16 +76,20 @@ class SourceStore:
         start, end = int(self.offsets[row]), int(self.offsets[row + 1])
         return Source.from_dict(json.loads(self._records[start:end]))
 
-    def find(self, source_id: str) -> Source | None:
-        """The source with this id, or None; hash collisions are resolved by comparing ids."""
+    def row_of(self, source_id: str) -> int | None:
+        """The row of the source with this id, or None; hash collisions are resolved by id."""
         key = np.uint64(id_hash(source_id))
         position = int(np.searchsorted(self._hashes, key))
         while position < len(self._hashes) and self._hashes[position] == key:
-            source = self.get(int(self._hash_rows[position]))
-            if source.id == source_id:
-                return source
+            row = int(self._hash_rows[position])
+            if self.get(row).id == source_id:
+                return row
             position += 1
         return None
+
+    def find(self, source_id: str) -> Source | None:
+        row = self.row_of(source_id)
+        return None if row is None else self.get(row)
 
     def __iter__(self):
         return (self.get(row) for row in range(len(self)))

@@ -18,6 +18,7 @@ from indexes.encoders.base import EncoderInfo
 from indexes.encoders.loading import check_same_encoder, encoder_for
 from indexes.errors import InputError
 from indexes.sources import MODALITIES, Modality
+from indexes.store import MODALITY_CODES
 from retrieval import fusion
 from retrieval.calibration import Calibration, fit_logistic
 from retrieval.types import Candidate, ModalityFilter, modality_of
@@ -139,6 +140,42 @@ class HybridRetriever:
             for rank, (row, score) in enumerate(fusion.ranked(self.fuse(lists), k), start=1)
         ]
 
+    def rank_among(self, question: str, source_ids: Sequence[str]) -> list[Candidate]:
+        """Rank a given candidate set, e.g. WebQA's restricted setting (a question's own facts).
+
+        The same lists and fusion as `search`, but scored exactly over these sources only;
+        every candidate comes back, those no list scored last. Unknown ids are refused.
+        """
+        question = checked_question(question, 1)
+        store = self.collection.store
+        rows = []
+        for source_id in dict.fromkeys(source_ids):
+            row = store.row_of(source_id)
+            if row is None:
+                raise InputError(f"source {source_id!r} is not in {self.collection.root}")
+            rows.append(row)
+        rows_array = np.array(sorted(rows), dtype=np.int64)
+        codes = np.asarray(store.modality_codes)[rows_array]
+        bm25 = self.collection.bm25.scores(question) if "bm25" in self.retrievers else None
+        queries = {kind: enc.encode_texts([question])[0] for kind, enc in self._encoders.items()}
+        lists: fusion.RankedLists = {}
+        for modality in MODALITIES:
+            subset = rows_array[codes == MODALITY_CODES[modality]]
+            if bm25 is not None:
+                values = bm25[subset]
+                lists[f"bm25/{modality}"] = best_first(subset[values > 0], values[values > 0])
+            for kind, query in queries.items():
+                name = f"{kind}-{modality}"
+                if name in self.collection.dense_components:
+                    values = self.collection.dense(name).scores_of(query, subset)
+                    lists[f"{kind}/{modality}"] = best_first(subset, values)
+        fused = {row: 0.0 for row in rows} | self.fuse(lists)
+        label = "+".join(self.retrievers) + ("" if self.fusion == "raw" else f":{self.fusion}")
+        return [
+            Candidate(source=store.get(row), score=float(score), rank=rank, retriever=label)
+            for rank, (row, score) in enumerate(fusion.ranked(fused, len(fused)), start=1)
+        ]
+
     def search_per_modality(self, question: str, k: int = 10) -> dict[Modality, list[Candidate]]:
         return {modality: self.search(question, k, modality) for modality in MODALITIES}
 
@@ -165,3 +202,8 @@ def fit_calibration(
         if scores[key]
     }
     return Calibration(curves=curves, questions=count, depth=depth)
+
+
+def best_first(rows: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.lexsort((rows, -scores))
+    return rows[order], scores[order]

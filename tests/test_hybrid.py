@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 from pathlib import Path
 
@@ -158,3 +159,33 @@ def test_calibrated_fusion_without_calibration_says_what_to_run(tiny_webqa, tmp_
     result = run_mmrag("search", "door", "--index", str(tmp_path / "idx"), "--fusion", "calibrated")
     assert result.returncode == 1
     assert "no calibration; run `mmrag retrieval calibrate`" in result.stderr
+
+
+def test_rank_among_ranks_exactly_the_given_sources(hybrid_index, sample_questions):
+    """WebQA's restricted setting: each question's own facts, gold first for most."""
+    retriever = HybridRetriever(Collection(hybrid_index), ["bm25", "text"], "calibrated")
+    top1 = 0
+    for question in sample_questions:
+        given = [s.id for s in question.pos_sources + question.neg_sources]
+        ranked = retriever.rank_among(question.question, given)
+        assert sorted(c.source.id for c in ranked) == sorted(set(given))
+        assert [c.rank for c in ranked] == list(range(1, len(ranked) + 1))
+        assert all(a.score >= b.score for a, b in itertools.pairwise(ranked))
+        top1 += ranked[0].source.id in question.gold_source_ids
+    assert top1 / len(sample_questions) >= 0.8
+    with pytest.raises(InputError, match="source 'nope' is not in"):
+        retriever.rank_among("q", ["nope"])
+
+
+def test_rank_among_agrees_with_search_scores(hybrid_index):
+    """Exact scores over a subset equal the scores the full search gave the same sources."""
+    retriever = HybridRetriever(Collection(hybrid_index), ["bm25", "text"], "rrf")
+    question = "What color is the door of the Harbor Inn?"
+    calibrated = HybridRetriever(Collection(hybrid_index), ["bm25", "text"], "calibrated")
+    found = calibrated.search(question, 5)
+    among = {
+        c.source.id: c.score for c in calibrated.rank_among(question, [c.source.id for c in found])
+    }
+    for candidate in found:
+        assert among[candidate.source.id] == pytest.approx(candidate.score, abs=2e-3)
+    assert retriever.rank_among(question, [found[0].source.id])[0].score > 0
