@@ -17,7 +17,7 @@ from service.config import Settings
 from service.limits import AdmissionQueue, BodySizeLimit
 from service.metrics import Metrics, MetricsMiddleware
 from service.pipeline import QAPipeline
-from service.routes import answer, health, search, sources
+from service.routes import answer, health, rationale, search, sources
 
 STATIC = Path(__file__).parent / "static"
 
@@ -39,13 +39,14 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
     )
     app.state.settings = settings
     app.state.metrics = Metrics()
+    app.state.rationale_writers = {}  # by MC choice method, built on first use
     app.state.answer_queue = AdmissionQueue(
         "answering", settings.answer_concurrency, settings.answer_queue
     )
     app.state.search_queue = AdmissionQueue(
         "search", settings.search_concurrency, settings.search_queue
     )
-    for module in (health, search, answer, sources):
+    for module in (health, search, answer, rationale, sources):
         app.include_router(module.router)
     # The demo chat page: GET / plus its assets under /static, so it never shadows a route.
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -72,3 +72,14 @@ def build_pipeline(settings: Settings) -> QAPipeline:
     )
     writer = AnswerWriter(engine, max_tokens=settings.max_tokens, images=image_bytes(retriever))
     return QAPipeline(retriever, selector, writer)
+
+
+def build_rationale_writer(engine, choose: str = "similarity"):
+    """A-OKVQA mode on an engine already loaded; MiniLM embeds answers to pick the choice."""
+    from generation.rationale import RationaleWriter
+    from indexes.encoders.loading import text_encoder
+    from indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
+
+    return RationaleWriter(
+        engine, choose=choose, embed=text_encoder(DEFAULT_TEXT_EMBEDDER).encode_texts
+    )

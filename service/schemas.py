@@ -138,3 +138,11 @@ class Readiness(BaseModel):
     engine: str
     model: str
     engine_reachable: bool
+
+
+class RationaleResponse(BaseModel):
+    rationale: str = Field(description="one or two sentences of reasoning")
+    direct_answer: str
+    multiple_choice: str | None = Field(None, description="one of the given choices")
+    choice_scores: dict[str, float] | None = None
+    timings: dict[str, float]

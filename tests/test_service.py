@@ -191,3 +191,34 @@ def test_a_generator_that_goes_down_degrades_to_sources_and_unready(
             assert "cannot reach" in body["generation_error"]
             assert body["sources"] and body["answer"] == "" and body["citations"] == []
             assert client.get("/healthz").status_code == 200  # alive, just not ready
+
+
+def test_rationale_from_an_upload_and_from_a_corpus_image(pipeline):
+    from indexes.images import WebQAImageStore
+    from tests.conftest import SAMPLE
+
+    door = WebQAImageStore(SAMPLE / "imgs.tsv").read_bytes("30000006")
+    form = {
+        "question": "What color is the door?",
+        "choices": ["red", "blue", "green"],
+        "caption": "A wooden door painted blue.",
+    }
+    with client_for(pipeline) as client:
+        upload = client.post(
+            "/v1/rationale", data=form, files={"image": ("door.jpg", door, "image/jpeg")}
+        )
+        assert upload.status_code == 200, upload.text
+        body = upload.json()
+        assert body["rationale"] and body["direct_answer"]
+        assert body["multiple_choice"] in form["choices"]
+        from_corpus = client.post("/v1/rationale", data={**form, "source_id": "30000006"})
+        assert from_corpus.status_code == 200 and from_corpus.json()["direct_answer"]
+
+        neither = client.post("/v1/rationale", data=form)
+        assert neither.status_code == 422 and "exactly one of" in neither.text
+        junk = client.post(
+            "/v1/rationale", data=form, files={"image": ("x.jpg", b"not an image", "image/jpeg")}
+        )
+        assert junk.status_code == 422 and "undecodable image" in junk.text
+        text_source = client.post("/v1/rationale", data={**form, "source_id": "../../etc"})
+        assert text_source.status_code == 404

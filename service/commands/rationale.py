@@ -35,11 +35,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_rationale(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from generation.rationale import RationaleWriter
-    from indexes.encoders.loading import text_encoder
     from indexes.errors import InputError
     from indexes.images import decode_image
-    from service.components import build_engine, build_retriever
+    from service.components import build_engine, build_rationale_writer, build_retriever
 
     try:
         image = args.image.read_bytes()
@@ -52,8 +50,7 @@ def run_rationale(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"index": args.index})
         candidates = build_retriever(settings).search(args.question, args.knowledge)
         knowledge = [candidate.source for candidate in candidates]
-    embed = text_encoder("sentence-transformers/all-MiniLM-L6-v2").encode_texts
-    writer = RationaleWriter(build_engine(settings), choose=args.choose, embed=embed)
+    writer = build_rationale_writer(build_engine(settings), args.choose)
     result = writer.answer(
         args.question, image=image, caption=args.caption, choices=args.choices, knowledge=knowledge
     )

@@ -1,0 +1,60 @@
+"""POST /v1/rationale: A-OKVQA mode over an uploaded image or an image of this corpus."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
+
+from indexes.errors import InputError
+from indexes.images import decode_image
+from service.routes.common import check_question_length
+from service.schemas import RationaleResponse
+
+router = APIRouter()
+
+
+@router.post("/v1/rationale", response_model=RationaleResponse, responses={429: {}, 413: {}})
+async def rationale(
+    request: Request,
+    question: Annotated[str, Form(min_length=1)],
+    choices: Annotated[list[str] | None, Form()] = None,
+    caption: Annotated[str | None, Form(description="for engines that cannot see images")] = None,
+    choose: Annotated[Literal["similarity", "likelihood"], Form()] = "similarity",
+    image: Annotated[UploadFile | None, File(description="JPEG or PNG")] = None,
+    source_id: Annotated[str | None, Form(description="an image source of this corpus")] = None,
+) -> RationaleResponse:
+    check_question_length(request, question)
+    if (image is None) == (source_id is None):
+        raise HTTPException(422, "send exactly one of an image file or an image source_id")
+    state = request.app.state
+    if image is not None:
+        data = await image.read()
+    else:
+        collection = state.pipeline.retriever.collection
+        found = collection.store.find(source_id)
+        if found is None or found.modality != "image" or collection.images is None:
+            raise HTTPException(404, f"no image source with id {source_id!r}")
+        data = await run_in_threadpool(collection.images.read_bytes, found.image_ref)
+        caption = caption or found.text
+    try:
+        decode_image(data)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from None
+    async with state.answer_queue.slot():
+        writer = state.rationale_writers.get(choose)
+        if writer is None:
+            writer = await run_in_threadpool(writer_for, state, choose)
+            state.rationale_writers[choose] = writer
+        result = await run_in_threadpool(
+            writer.answer, question, image=data, caption=caption, choices=choices
+        )
+    return RationaleResponse(**asdict(result))
+
+
+def writer_for(state, choose: str):
+    from service.components import build_rationale_writer
+
+    return build_rationale_writer(state.pipeline.writer.engine, choose)
