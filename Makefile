@@ -46,6 +46,7 @@ test-slow: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/hadolint docker/Dockerfile.*
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
