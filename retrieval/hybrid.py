@@ -15,6 +15,7 @@ import numpy as np
 from indexes.bm25 import top_k
 from indexes.collection import Collection
 from indexes.encoders.base import EncoderInfo
+from indexes.encoders.batching import shared_batcher
 from indexes.encoders.loading import check_same_encoder, encoder_for
 from indexes.errors import InputError
 from indexes.sources import MODALITIES, Modality
@@ -94,7 +95,7 @@ class HybridRetriever:
         info = EncoderInfo(**entry["encoder"])
         encoder = encoder_for(info, device)
         check_same_encoder(info, entry["probe"], encoder)
-        return encoder
+        return shared_batcher(encoder)
 
     def ranked_lists(
         self, question: str, modalities: Iterable[Modality] = MODALITIES, depth: int | None = None

@@ -1,0 +1,180 @@
+"""Load on the running service, loopback only: throughput and latency at concurrency 1/8/32.
+
+    python bench/service.py --out docs/bench/service.json
+
+Starts `mmrag serve` on the sample index (built and calibrated under var/bench if missing) with
+the embedded models, then for /v1/search and /v1/answer at each concurrency sends a bounded
+number of requests (and stops after --max-seconds), cycling through the sample questions.
+Reports requests/s, p50/p95/p99 latency of the 200s, and counts of 429s, other 4xx and 5xx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.report import write_report  # noqa: E402
+from indexes.corpus.webqa import iter_questions  # noqa: E402
+
+SAMPLE = REPO / "data" / "sample"
+MMRAG = [sys.executable, "-m", "service.cli"]
+
+
+def ensure_index(folder: Path) -> Path:
+    if not (folder / "calibration.json").is_file():
+        subprocess.run(
+            [
+                *MMRAG,
+                "index",
+                "build",
+                "--corpus",
+                str(SAMPLE / "WebQA_sample.json"),
+                "--images",
+                str(SAMPLE / "imgs.tsv"),
+                "--out",
+                str(folder),
+                "--quiet",
+            ],
+            check=True,
+            cwd=REPO,
+        )
+        subprocess.run(
+            [
+                *MMRAG,
+                "retrieval",
+                "calibrate",
+                "--index",
+                str(folder),
+                "--questions",
+                str(SAMPLE / "WebQA_sample.json"),
+            ],
+            check=True,
+            cwd=REPO,
+        )
+    return folder
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(index: Path, port: int, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with log.open("wb") as sink:
+        server = subprocess.Popen(
+            [*MMRAG, "serve", "--index", str(index), "--port", str(port)],
+            cwd=REPO,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"server exited: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    server.kill()
+    raise SystemExit("server not ready in 120 s")
+
+
+async def load(
+    base: str, route: str, questions: list[str], concurrency: int, requests: int, max_seconds: float
+) -> dict:
+    latencies: list[float] = []
+    statuses: list[int] = []
+    counter = iter(range(requests))
+    stop_at = time.monotonic() + max_seconds
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
+
+        async def worker() -> None:
+            for n in counter:
+                if time.monotonic() > stop_at:
+                    return
+                began = time.perf_counter()
+                try:
+                    response = await client.post(
+                        route, json={"question": questions[n % len(questions)]}
+                    )
+                    statuses.append(response.status_code)
+                except httpx.HTTPError:
+                    statuses.append(599)
+                if statuses[-1] == 200:
+                    latencies.append(time.perf_counter() - began)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    ms = np.array(latencies) * 1000 if latencies else np.array([np.nan])
+    codes = np.array(statuses)
+    return {
+        "route": route,
+        "concurrency": concurrency,
+        "requests": len(statuses),
+        "ok": int((codes == 200).sum()),
+        "req_per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(float(np.percentile(ms, 50)), 1),
+        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+        "p99_ms": round(float(np.percentile(ms, 99)), 1),
+        "status_429": int((codes == 429).sum()),
+        "other_4xx": int(((codes >= 400) & (codes < 500) & (codes != 429)).sum()),
+        "errors_5xx": int((codes >= 500).sum()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--search-requests", type=int, default=2000)
+    parser.add_argument("--answer-requests", type=int, default=96)
+    parser.add_argument("--max-seconds", type=float, default=60)
+    parser.add_argument("--workdir", type=Path, default=REPO / "var" / "bench")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+
+    index = ensure_index(args.workdir / "service-index")
+    questions = [q.question for q in iter_questions(SAMPLE / "WebQA_sample.json")]
+    port = free_port()
+    server = start_server(index, port, args.workdir / "service-bench.log")
+    base = f"http://127.0.0.1:{port}"
+    runs = []
+    try:
+        for route, requests in (
+            ("/v1/search", args.search_requests),
+            ("/v1/answer", args.answer_requests),
+        ):
+            for concurrency in args.concurrency:
+                result = asyncio.run(
+                    load(base, route, questions, concurrency, requests, args.max_seconds)
+                )
+                print(result, file=sys.stderr)
+                runs.append(result)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    write_report({"machine": {"cpus": os.cpu_count()}, "runs": runs}, args.out)
+
+
+if __name__ == "__main__":
+    main()
