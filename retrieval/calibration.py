@@ -50,6 +50,8 @@ class Calibration:
     curves: dict[str, tuple[float, float]] = field(default_factory=dict)
     questions: int = 0
     depth: int = 0
+    # The selection threshold on fused P(relevant) that maximised WebQA retrieval F1.
+    threshold: float | None = None
 
     def probability(self, key: str, scores: np.ndarray) -> np.ndarray:
         if key not in self.curves:
@@ -61,7 +63,12 @@ class Calibration:
 
     def save(self, index_root: Path) -> Path:
         path = index_root / CALIBRATION_FILE
-        body = {"curves": self.curves, "questions": self.questions, "depth": self.depth}
+        body = {
+            "curves": self.curves,
+            "questions": self.questions,
+            "depth": self.depth,
+            "threshold": self.threshold,
+        }
         atomic_write_text(path, json.dumps(body, indent=2) + "\n")
         return path
 
@@ -75,4 +82,9 @@ class Calibration:
             curves = {key: (float(a), float(b)) for key, (a, b) in body["curves"].items()}
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{path}: unreadable calibration ({exc})") from None
-        return cls(curves=curves, questions=body.get("questions", 0), depth=body.get("depth", 0))
+        return cls(
+            curves=curves,
+            questions=body.get("questions", 0),
+            depth=body.get("depth", 0),
+            threshold=body.get("threshold"),
+        )

@@ -22,6 +22,7 @@ from indexes.sources import MODALITIES, Modality
 from indexes.store import MODALITY_CODES
 from retrieval import fusion
 from retrieval.calibration import Calibration, fit_logistic
+from retrieval.rerank import fit_threshold
 from retrieval.types import Candidate, ModalityFilter, modality_of
 
 RETRIEVERS = ("bm25", "text", "clip")
@@ -182,27 +183,48 @@ class HybridRetriever:
 
 
 def fit_calibration(
-    retriever: HybridRetriever, questions: Iterable[tuple[str, Sequence[str]]], depth: int = 20
+    retriever: HybridRetriever,
+    questions: Iterable[tuple[str, Sequence[str]]],
+    depth: int = 20,
+    max_sources: int = 2,
 ) -> Calibration:
-    """Fit one logistic curve per list from (question, gold source ids) pairs."""
+    """Fit one logistic curve per list from (question, gold source ids) pairs, then the
+    selection threshold on the fused probabilities that maximises retrieval F1."""
     store = retriever.collection.store
     scores: dict[str, list[float]] = {}
     labels: dict[str, list[int]] = {}
-    count = 0
-    for question, gold in questions:
-        count += 1
-        gold = set(gold)
-        for key, (rows, values) in retriever.ranked_lists(question, depth=depth).items():
+    seen: list[tuple[str, fusion.RankedLists, set[str]]] = []
+    for question, gold_ids in questions:
+        gold = set(gold_ids)
+        lists = retriever.ranked_lists(question, depth=depth)
+        seen.append((question, lists, gold))
+        for key, (rows, values) in lists.items():
             scores.setdefault(key, []).extend(values.tolist())
             labels.setdefault(key, []).extend(int(store.get(int(r)).id in gold) for r in rows)
-    if count == 0:
+    if not seen:
         raise InputError("no questions to calibrate on")
-    curves = {
-        key: fit_logistic(np.array(scores[key]), np.array(labels[key]))
-        for key in scores
-        if scores[key]
-    }
-    return Calibration(curves=curves, questions=count, depth=depth)
+    calibration = Calibration(
+        curves={
+            key: fit_logistic(np.array(v), np.array(labels[key])) for key, v in scores.items() if v
+        },
+        questions=len(seen),
+        depth=depth,
+    )
+    fused = [
+        (
+            question,
+            [
+                Candidate(store.get(row), p, rank, "calibrated")
+                for rank, (row, p) in enumerate(
+                    fusion.ranked(fusion.calibrated(lists, calibration), depth), 1
+                )
+            ],
+            gold,
+        )
+        for question, lists, gold in seen
+    ]
+    calibration.threshold, _ = fit_threshold(fused, max_sources)
+    return calibration
 
 
 def best_first(rows: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

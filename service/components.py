@@ -5,7 +5,13 @@ from __future__ import annotations
 from indexes.collection import Collection
 from indexes.errors import InputError
 from retrieval.hybrid import HybridRetriever
-from retrieval.rerank import CrossEncoderScorer, JudgeScorer, RelevanceScorer, SourceSelector
+from retrieval.rerank import (
+    VLP_THRESHOLD,
+    CrossEncoderScorer,
+    JudgeScorer,
+    RelevanceScorer,
+    SourceSelector,
+)
 from service.config import Settings
 from service.pipeline import QAPipeline
 
@@ -56,17 +62,30 @@ def image_bytes(retriever: HybridRetriever):
     return read
 
 
+def selection_threshold(
+    settings: Settings, retriever: HybridRetriever, scorer: RelevanceScorer | None
+) -> float:
+    """The user's threshold; else, on calibrated scores, the one fitted for this index; else
+    VLP's. Uncalibrated fused scores (RRF) are ranks, not probabilities: keep the top sources."""
+    if settings.threshold is not None:
+        return settings.threshold
+    if scorer is not None:
+        return VLP_THRESHOLD
+    if retriever.fusion != "calibrated":
+        return 0.0
+    fitted = retriever.calibration.threshold if retriever.calibration else None
+    return VLP_THRESHOLD if fitted is None else fitted
+
+
 def build_pipeline(settings: Settings) -> QAPipeline:
     from generation.writer import AnswerWriter
 
     retriever = build_retriever(settings)
     engine = build_engine(settings)
     scorer = build_scorer(settings, retriever, engine)
-    # Uncalibrated fused scores (RRF) are ranks, not probabilities: keep the top sources then.
-    calibrated = scorer is not None or retriever.fusion == "calibrated"
     selector = SourceSelector(
         scorer,
-        threshold=settings.threshold if calibrated else 0.0,
+        threshold=selection_threshold(settings, retriever, scorer),
         max_sources=settings.max_sources,
         k=settings.rerank_k,
     )

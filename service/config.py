@@ -39,7 +39,13 @@ class Settings(BaseSettings):
         description="auto (calibrated retrieval scores when present), none, lm-judge, "
         "or cross-encoder:NAME_OR_PATH",
     )
-    threshold: float = Field(0.2, ge=0, le=1, description="relevance a source needs to be kept")
+    threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="relevance a source needs to be kept; default: the threshold fitted by "
+        "`mmrag retrieval calibrate` with calibrated scores, else 0.2 (WebQA's VLP)",
+    )
     max_sources: int = Field(2, ge=1, description="most sources an answer cites")
     rerank_k: int = Field(20, ge=1, description="candidates the reranker scores")
     request_timeout_s: float = Field(

@@ -89,3 +89,13 @@ def test_ask_errors_are_one_line(hybrid_index: Path, tmp_path: Path):
         "unknown reranker 'magic'",
     )
     assert_one_line_error(run_mmrag("ask", "  ", "--index", str(hybrid_index)), "question is empty")
+
+
+def test_the_pipeline_uses_the_indexs_fitted_threshold_unless_told(hybrid_index: Path):
+    from retrieval.calibration import Calibration
+
+    fitted = Calibration.load(hybrid_index).threshold
+    assert build_pipeline(Settings(index=hybrid_index)).selector.threshold == fitted
+    assert build_pipeline(Settings(index=hybrid_index, threshold=0.3)).selector.threshold == 0.3
+    rrf = build_pipeline(Settings(index=hybrid_index, fusion="rrf"))
+    assert rrf.selector.threshold == 0.0  # ranks are not probabilities: keep the top sources

@@ -189,3 +189,21 @@ def test_rank_among_agrees_with_search_scores(hybrid_index):
     for candidate in found:
         assert among[candidate.source.id] == pytest.approx(candidate.score, abs=2e-3)
     assert retriever.rank_among(question, [found[0].source.id])[0].score > 0
+
+
+def test_the_fitted_selection_threshold_beats_vlps_on_held_out_questions(
+    hybrid_index, sample_questions
+):
+    """Calibrated on the 12 train questions, judged on the 50 val ones."""
+    from retrieval.rerank import VLP_THRESHOLD, fit_threshold
+
+    retriever = HybridRetriever(Collection(hybrid_index), ["bm25", "text"], "calibrated")
+    fitted = retriever.calibration.threshold
+    assert fitted is not None
+    val = [
+        (q.question, retriever.search(q.question, 20), q.gold_source_ids)
+        for q in sample_questions
+        if q.split == "val"
+    ]
+    _, f1_at = fit_threshold(val, 2)
+    assert f1_at[fitted] >= f1_at[VLP_THRESHOLD]

@@ -7,7 +7,7 @@ import pytest
 
 from indexes.errors import InputError
 from indexes.sources import Source
-from retrieval.rerank import CrossEncoderScorer, JudgeScorer, SourceSelector
+from retrieval.rerank import CrossEncoderScorer, JudgeScorer, SourceSelector, fit_threshold
 from retrieval.types import Candidate
 from tests.tiny_models import tiny_cross_encoder
 
@@ -111,3 +111,19 @@ def test_max_sources_can_be_lowered_per_question():
     assert len(selector.select("q", candidates(3)).selected) == 3
     with pytest.raises(InputError, match="max_sources must be at least 1"):
         selector.select("q", candidates(3), max_sources=0)
+
+
+def test_fit_threshold_picks_the_f1_best_cut():
+    """Two questions, worked by hand: gold s0 with a weak s1 behind it; gold s0 and s1."""
+    first = [
+        Candidate(c.source, p, c.rank, "x") for c, p in zip(candidates(2), [0.9, 0.35], strict=True)
+    ]
+    second = [
+        Candidate(c.source, p, c.rank, "x") for c, p in zip(candidates(2), [0.8, 0.6], strict=True)
+    ]
+    best, f1_at = fit_threshold([("q1", first, ["s0"]), ("q2", second, ["s0", "s1"])], 2)
+    # Below 0.35 q1 keeps a wrong second source (F1 2/3); from 0.4 to 0.6 both are right.
+    assert f1_at[0.3] == pytest.approx((2 / 3 + 1) / 2)
+    assert f1_at[0.4] == pytest.approx(1.0) and f1_at[0.6] == pytest.approx(1.0)
+    assert f1_at[0.65] == pytest.approx((1 + 2 / 3) / 2)
+    assert best == 0.4

@@ -28,6 +28,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="only questions of this split (default train; 'all' for every)",
     )
     calibrate.add_argument("--depth", type=int, default=20, help="list depth per retriever")
+    calibrate.add_argument(
+        "--max-sources",
+        type=int,
+        default=2,
+        help="sources an answer keeps, for fitting the selection threshold",
+    )
     add_retrieval_options(calibrate)
     calibrate.set_defaults(run=run_calibrate)
 
@@ -44,13 +50,15 @@ def run_calibrate(args: argparse.Namespace) -> int:
         for question in iter_questions(path)
         if args.split == "all" or question.split == args.split
     )
-    calibration = fit_calibration(retriever, questions, depth=args.depth)
+    calibration = fit_calibration(
+        retriever, questions, depth=args.depth, max_sources=args.max_sources
+    )
     path = calibration.save(args.index)
     curves = ", ".join(
         f"{key} a={a:.3g} b={b:.3g}" for key, (a, b) in sorted(calibration.curves.items())
     )
     print(
         f"calibrated {len(calibration.curves)} lists on {calibration.questions} questions "
-        f"into {path}: {curves}"
+        f"into {path}: {curves}; selection threshold {calibration.threshold:g}"
     )
     return 0
