@@ -199,46 +199,68 @@ def free_port() -> int:
 
 
 @contextmanager
+def running_process(
+    command: list[str], ready_url: str, log: Path, timeout_s: float = 60
+) -> Iterator[subprocess.Popen]:
+    """A real server process, yielded once `ready_url` answers 200, stopped on exit."""
+    import time
+
+    import httpx
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"{command[2]} exited: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(ready_url, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"{command[2]} not up in {timeout_s:g} s: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
 def running_llama_server(gguf: Path, log: Path) -> Iterator[tuple[subprocess.Popen, str]]:
     """`python -m llama_cpp.server` on a loopback port: (process, its /v1 base URL).
 
     One thread each for prompt and generation: llama.cpp's default spins every core on its
     barriers, and on a busy 2-core runner that turns a 0.3 s answer into 10 s.
     """
-    import time
-
-    import httpx
-
     port = free_port()
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
         "--n_threads", "1", "--n_threads_batch", "1",
     ]  # fmt: skip
-    with log.open("wb") as sink:
-        server = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"llama.cpp server exited: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base_url}/models", timeout=2).is_success:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama.cpp server not up in 60 s: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
+    with running_process(command, f"{base_url}/models", log) as server:
         yield server, base_url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+
+
+@contextmanager
+def running_mmrag_server(index: Path, log: Path) -> Iterator[str]:
+    """`mmrag serve` as a user starts it, on a loopback port; yields its base URL."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [*MMRAG, "serve", "--index", str(index), "--port", str(port)]
+    with running_process(command, f"{base}/healthz", log):
+        yield base
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from service.components import build_pipeline
 from service.config import Settings
 from service.schemas import AnswerResponse
-from tests.conftest import assert_one_line_error, run_mmrag
+from tests.conftest import assert_one_line_error, free_port, run_mmrag
 
 # A second sentence: a full word (not an abbreviation like "St.") ends, then a capital follows.
 SECOND_SENTENCE = re.compile(r"\b\w{4,}[.!?]\s+[A-Z]")
@@ -60,19 +59,13 @@ def test_ask_cli_json(hybrid_index: Path, sample_questions):
     assert set(body.timings) >= {"retrieve_s", "rerank_s", "generate_s"}
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # nothing listens once the socket closes
-
-
 def test_generator_down_still_returns_the_sources(hybrid_index: Path):
     """A real unreachable endpoint (a closed loopback port), not a mock."""
     settings = Settings(
         index=hybrid_index,
         engine="openai",
         model="any",
-        engine_url=f"http://127.0.0.1:{closed_port()}/v1",
+        engine_url=f"http://127.0.0.1:{free_port()}/v1",  # a free port: nothing listens
     )
     result = build_pipeline(settings).answer("What color is the door of the Harbor Inn?")
     assert result.answer.generation_error

@@ -11,16 +11,12 @@ import itertools
 import json
 import os
 import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO, running_mmrag_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Without the background-networking flags Chromium keeps calling home on a closed network.
@@ -47,38 +43,9 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 @pytest.fixture(scope="module")
 def server(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
     log = tmp_path_factory.mktemp("chat-page") / "uvicorn.log"
-    command = [sys.executable, "-m", "service.cli", "serve", "--index", str(hybrid_index),
-               "--port", str(port)]  # fmt: skip
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            command,
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, log.read_text()[-2000:]
-            assert time.monotonic() < deadline, "server did not come up in 60 s"
-            time.sleep(0.2)
+    with running_mmrag_server(hybrid_index, log) as base:
         yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture(scope="module")

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.config import Settings
-from tests.conftest import REPO
+from tests.conftest import running_mmrag_server
 
 
 @pytest.fixture
@@ -77,51 +72,14 @@ def test_malformed_json_is_a_4xx(client: TestClient):
     assert "JSON decode error" in response.text
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_real_uvicorn_process_serves_search(sample_index: Path, sample_questions):
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "service.cli",
-            "serve",
-            "--index",
-            str(sample_index),
-            "--port",
-            str(port),
-        ],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, process.stdout.read().decode()
-            assert time.monotonic() < deadline, "server did not come up in 60 s"
-            time.sleep(0.2)
+def test_real_uvicorn_process_serves_search(sample_index: Path, sample_questions, tmp_path):
+    with running_mmrag_server(sample_index, tmp_path / "uvicorn.log") as base:
         question = next(q for q in sample_questions if q.qcate == "text")
         response = httpx.post(f"{base}/v1/search", json={"question": question.question, "k": 5})
         assert response.status_code == 200
         assert response.json()["took_ms"] > 0
         ids = [hit["source_id"] for hit in response.json()["hits"]]
         assert set(question.gold_source_ids) & set(ids)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def test_source_by_id_and_its_image(client: TestClient):

@@ -61,10 +61,23 @@ class Engine(Protocol):
 
 
 class InProcess:
-    """Engines whose model lives in this process are ready once constructed."""
+    """Engines whose model lives in this process: ready once constructed, and a whole reply
+    is their token stream joined (subclasses give `stream`)."""
 
     def ping(self) -> bool:
         return True
+
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 96,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+    ) -> str:
+        return "".join(
+            self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+        )
 
 
 def text_only(messages: list[Message]) -> list[Message]:

@@ -80,18 +80,6 @@ class LlamaCppEngine(InProcess):
         self.lock = threading.Lock()
         self.info = EngineInfo(name="llamacpp", model=str(path), accepts_images=False)
 
-    def chat(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int = 96,
-        temperature: float = 0.0,
-        stop: list[str] | None = None,
-    ) -> str:
-        return "".join(
-            self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
-        )
-
     def stream(
         self,
         messages: list[Message],

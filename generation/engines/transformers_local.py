@@ -119,18 +119,6 @@ class TransformersEngine(InProcess):
             options["temperature"] = temperature
         return options
 
-    def chat(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int = 96,
-        temperature: float = 0.0,
-        stop: list[str] | None = None,
-    ) -> str:
-        return "".join(
-            self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
-        )
-
     def stream(
         self,
         messages: list[Message],
