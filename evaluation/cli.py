@@ -1,5 +1,8 @@
 """`mmrag eval score BENCH`: score a prediction file against a benchmark's gold file.
 
+(`mmrag eval run BENCH`, which produces prediction files and scores them through the same
+`evaluation.scoring` modules, is registered here and lives in `evaluation.runs`.)
+
 Prints one JSON object on stdout (the benchmark's official figures); notes about how they were
 got (questions without predictions, without keywords...) go to stderr as warnings. Heavy
 imports (spaCy, torch, transformers) happen inside the run function, so `mmrag --help` stays
@@ -13,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from evaluation.runs import cli as runs
 
 BENCHMARKS = ("webqa", "aokvqa", "stvqa", "toloka", "vlqa")
 
@@ -45,6 +50,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     webqa.add_argument("--fl-batch-size", type=int, default=16, help="default %(default)s")
     score.set_defaults(run=run_score)
+
+    runs.register(actions)
 
 
 def _inputs(args: argparse.Namespace) -> None:

@@ -7,7 +7,7 @@ WebQA JSON reader in the project (streamed, quote-stripping, strict about malfor
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -41,27 +41,39 @@ def load_gold(
     dropped unless `with_negatives` (a restricted-setting run needs them): on the full release
     that is over a million objects not kept in memory.
     """
-    path = Path(path)
+    return load_gold_files([path], split, with_negatives=with_negatives)
+
+
+def load_gold_files(
+    paths: Sequence[str | Path], split: str | None = None, *, with_negatives: bool = False
+) -> list[WebQAQuestion]:
+    """`load_gold` over several release files (train_val and test), guids unique across them.
+
+    A file without questions of `split` is fine as long as one of the files has some: the
+    release splits val and test over two files, and a run may be handed both.
+    """
     questions: list[WebQAQuestion] = []
     seen: set[str] = set()
-    try:
-        for question in iter_questions(path):
-            if question.guid in seen:
-                raise record_error(path, f"question {question.guid}", "guid appears twice")
-            seen.add(question.guid)
-            if split is None or question.split == split:
-                if not with_negatives:
-                    question = replace(question, neg_sources=[])
-                questions.append(question)
-    except CorpusError as exc:
-        message = " ".join(str(exc).split())
-        if not message.startswith(str(path)):
-            message = f"{path}: {message}"
-        raise DatasetError(message) from None
+    for path in map(Path, paths):
+        try:
+            for question in iter_questions(path):
+                if question.guid in seen:
+                    raise record_error(path, f"question {question.guid}", "guid appears twice")
+                seen.add(question.guid)
+                if split is None or question.split == split:
+                    if not with_negatives:
+                        question = replace(question, neg_sources=[])
+                    questions.append(question)
+        except CorpusError as exc:
+            message = " ".join(str(exc).split())
+            if not message.startswith(str(path)):
+                message = f"{path}: {message}"
+            raise DatasetError(message) from None
     if not questions:
         where = f" of split {split!r}" if split else ""
+        names = ", ".join(str(path) for path in paths)
         raise DatasetError(
-            f"{path}: no WebQA questions{where} found "
+            f"{names}: no WebQA questions{where} found "
             "(expected a JSON object keyed by question guid)"
         )
     return questions

@@ -1,0 +1,134 @@
+"""The partial results of a run, so an interrupted benchmark run resumes where it stopped.
+
+`OUT.partial.jsonl` starts with a header line naming what was run (benchmark, setting, index,
+split, models...), then one line per finished question, flushed as soon as it is written. A
+Ctrl-C or a crash loses at most the question in flight. Resuming a partial file of a different
+run would mix two systems' answers in one submission, so the header must match. The final
+prediction file is written atomically and only then is the partial file removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from evaluation.errors import EvaluationError
+from indexes.atomic import atomic_write_text
+
+FORMAT = "mmrag eval run checkpoint"
+VERSION = 1
+
+
+def sibling(out: Path, suffix: str) -> Path:
+    """A file beside OUT that shares its stem: preds.json -> preds.report.md, preds.acc.png."""
+    return out.with_name(f"{out.stem}{suffix}")
+
+
+def partial_path(out: Path) -> Path:
+    return sibling(out, ".partial.jsonl")
+
+
+def _differences(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    keys = [key for key in wanted if found.get(key) != wanted[key]]
+    keys += [key for key in found if key not in wanted]
+    return [f"{key} {found.get(key)!r} (this run: {wanted.get(key)!r})" for key in keys]
+
+
+class Checkpoint:
+    """Finished questions of one run: `records` (id -> record) and an append-only file.
+
+    The file is created on the first `append`, not when the run starts, so a run that fails
+    before answering anything (a model that will not load) leaves nothing to clean up.
+    """
+
+    def __init__(self, path: Path, run: dict[str, Any], records: dict[str, dict[str, Any]]):
+        self.path = path
+        self.run = run
+        self.records = records
+        self.resumed = len(records)
+        self._handle: TextIO | None = None
+
+    @classmethod
+    def open(cls, out: Path, run: dict[str, Any], *, resume: bool) -> Checkpoint:
+        """Refuse a stale partial file unless `resume`, and one from a different run always."""
+        path = partial_path(out)
+        run = json.loads(json.dumps(run))  # as the header reads back: lists, not tuples
+        if not path.exists():
+            return cls(path, run, {})
+        if not resume:
+            raise EvaluationError(
+                f"{path} exists (an interrupted run): pass --resume to continue it, "
+                "or delete it to start over"
+            )
+        found, records = _read(path)
+        if differences := _differences(found, run):
+            raise EvaluationError(
+                f"{path}: cannot resume, it is from a different run: {'; '.join(differences)}; "
+                "rerun with the same options or delete it"
+            )
+        return cls(path, run, records)
+
+    def append(self, item_id: str, record: dict[str, Any]) -> None:
+        """Record one finished question; on disk before the next question starts."""
+        if self._handle is None:
+            new = not self.path.exists()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = self.path.open("a", encoding="utf-8")
+            if new:
+                header = {"format": FORMAT, "version": VERSION, "run": self.run}
+                self._write(header)
+        self._write({"id": item_id, "record": record})
+        self.records[item_id] = record
+
+    def _write(self, value: dict[str, Any]) -> None:
+        assert self._handle is not None
+        self._handle.write(json.dumps(value, ensure_ascii=False) + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def finish(self, out: Path, text: str) -> None:
+        """Write the final file atomically, then drop the partial file it supersedes."""
+        self.close()
+        atomic_write_text(out, text)
+        self.path.unlink(missing_ok=True)
+
+
+def _read(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The header's run description and the records; a torn last line (crash mid-write) is
+    dropped and cut from the file so appends continue after the last whole record."""
+    raw = path.read_bytes()
+    whole = raw[: raw.rfind(b"\n") + 1]
+    if len(whole) != len(raw):
+        with path.open("r+b") as handle:
+            handle.truncate(len(whole))
+            os.fsync(handle.fileno())
+    lines = whole.decode("utf-8", errors="replace").splitlines()
+    header = _parse(path, 1, lines[0]) if lines else None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise EvaluationError(f"{path}: not an `mmrag eval run` partial file; delete it")
+    if header.get("version") != VERSION:
+        raise EvaluationError(
+            f"{path}: partial file version {header.get('version')!r}, this mmrag writes "
+            f"{VERSION}; delete it"
+        )
+    records: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        entry = _parse(path, number, line)
+        if not isinstance(entry, dict) or "id" not in entry or "record" not in entry:
+            raise EvaluationError(f"{path}: line {number} is not a finished question; delete it")
+        records[str(entry["id"])] = entry["record"]
+    return dict(header.get("run") or {}), records
+
+
+def _parse(path: Path, number: int, line: str) -> Any:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        raise EvaluationError(f"{path}: line {number} is not JSON; delete the file") from None

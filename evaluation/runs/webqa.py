@@ -1,0 +1,107 @@
+"""WebQA through the QA pipeline: one question in, one submission entry (plus its timings) out.
+
+The two settings of the WebQA paper differ only in the candidates: `full` retrieves from the
+whole index; `restricted` ranks the question's own positive and negative facts (about 40) with
+the same retrievers and fusion (`HybridRetriever.rank_among`). Source selection and answer
+writing are the pipeline's own in both, so a run measures what `mmrag ask` and the service do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from evaluation.errors import EvaluationError
+from indexes.corpus.webqa import WebQAQuestion
+from indexes.sources import Source
+from service.config import Settings
+from service.pipeline import QAPipeline, QAResult
+
+SETTINGS = ("full", "restricted")
+
+# The settings that change what a run answers: a partial file made with other values of these
+# cannot be resumed into this run.
+PIPELINE_FIELDS = (
+    "engine",
+    "model",
+    "engine_url",
+    "retrievers",
+    "fusion",
+    "reranker",
+    "threshold",
+    "max_sources",
+    "rerank_k",
+    "max_tokens",
+)
+
+
+def pipeline_description(settings: Settings) -> dict[str, Any]:
+    return settings.model_dump(mode="json", include=set(PIPELINE_FIELDS))
+
+
+def submission_id(source: Source) -> int | str:
+    """As the WebQA eval server takes them: image ids are integers, snippet ids strings."""
+    return int(source.id) if source.modality == "image" else source.id
+
+
+def own_facts(question: WebQAQuestion) -> list[str]:
+    """The restricted setting's candidates: the question's positive and negative facts."""
+    return [source.id for source in (*question.pos_sources, *question.neg_sources)]
+
+
+def check_facts_indexed(questions: Sequence[WebQAQuestion], pipeline: QAPipeline) -> None:
+    """Refuse before the first question, not midway, an index built from other WebQA files."""
+    store = pipeline.retriever.collection.store
+    missing = [
+        (question.guid, source_id)
+        for question in questions
+        for source_id in own_facts(question)
+        if store.row_of(source_id) is None
+    ]
+    if missing:
+        guid, source_id = missing[0]
+        raise EvaluationError(
+            f"{len(missing)} facts of the selected questions are not in the index "
+            f"{pipeline.retriever.collection.root} (e.g. source {source_id!r} of question "
+            f"{guid}); the restricted setting needs an index built from the same WebQA files"
+        )
+
+
+class WebQARunner:
+    """Answers one question in the chosen setting; returns what the checkpoint stores."""
+
+    def __init__(self, pipeline: QAPipeline, setting: str, *, k: int | None = None) -> None:
+        if setting not in SETTINGS:
+            raise EvaluationError(f"unknown setting {setting!r}; use {' or '.join(SETTINGS)}")
+        self.pipeline = pipeline
+        self.setting = setting
+        self.k = k
+
+    def __call__(self, question: WebQAQuestion) -> dict[str, Any]:
+        started = time.perf_counter()
+        if self.setting == "full":
+            selection, timings = self.pipeline.select(question.question, k=self.k)
+        else:
+            candidates = self.pipeline.retriever.rank_among(question.question, own_facts(question))
+            ranked = time.perf_counter()
+            selection = self.pipeline.selector.select(question.question, candidates)
+            timings = {"retrieve_s": ranked - started, "rerank_s": time.perf_counter() - ranked}
+        *_, result = self.pipeline.write(question.question, selection, timings)
+        assert isinstance(result, QAResult)
+        answer = result.answer
+        return {
+            "prediction": {
+                "sources": [submission_id(scored.source) for scored in result.selection.selected],
+                "answer": answer.text_without_markers,
+            },
+            "timings": {**answer.timings, "total_s": time.perf_counter() - started},
+            "generation_error": answer.generation_error,
+        }
+
+
+def submission(
+    questions: Sequence[WebQAQuestion], records: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """The official submission, `{guid: {"sources": [...], "answer": "..."}}`, in file order."""
+    return {q.guid: records[q.guid]["prediction"] for q in questions}
