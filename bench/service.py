@@ -73,11 +73,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(index: Path, port: int, log: Path) -> subprocess.Popen:
+def start_server(index: Path, port: int, log: Path, workers: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with log.open("wb") as sink:
         server = subprocess.Popen(
-            [*MMRAG, "serve", "--index", str(index), "--port", str(port)],
+            [
+                *MMRAG,
+                "serve",
+                "--index",
+                str(index),
+                "--port",
+                str(port),
+                "--workers",
+                str(workers),
+            ],
             cwd=REPO,
             env=env,
             stdout=sink,
@@ -143,6 +152,63 @@ async def load(
     }
 
 
+WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local questions = {%s}
+local n = 0
+request = function()
+  n = n + 1
+  local body = '{"question": "' .. questions[(n %% #questions) + 1] .. '"}'
+  return wrk.format(nil, "%s", nil, body)
+end
+"""
+
+
+def wrk_load(
+    base: str, route: str, questions: list[str], concurrency: int, seconds: float, workdir: Path
+) -> dict:
+    """The same load from wrk, a C client: on 2 shared cores the Python client's own CPU
+    would otherwise be counted against the server."""
+    import re
+
+    script = workdir / "wrk-post.lua"
+    quoted = ", ".join('"' + q.replace('"', "'") + '"' for q in questions)
+    script.write_text(WRK_SCRIPT % (quoted, route))
+    output = subprocess.run(
+        [
+            "wrk",
+            "-t1",
+            f"-c{concurrency}",
+            f"-d{int(seconds)}s",
+            "--latency",
+            "-s",
+            str(script),
+            base,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    def milliseconds(label: str) -> float:
+        value, unit = re.search(rf"{label}%\s+([\d.]+)(us|ms|s)", output).groups()
+        return round(float(value) * {"us": 1e-3, "ms": 1, "s": 1e3}[unit], 1)
+
+    total = int(re.search(r"(\d+) requests in", output).group(1))
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    return {
+        "route": route,
+        "client": "wrk",
+        "concurrency": concurrency,
+        "requests": total,
+        "req_per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
+        "p50_ms": milliseconds("50"),
+        "p99_ms": milliseconds("99"),
+        "non_2xx": int(non_2xx.group(1)) if non_2xx else 0,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
@@ -150,13 +216,20 @@ def main() -> None:
     parser.add_argument("--answer-requests", type=int, default=96)
     parser.add_argument("--max-seconds", type=float, default=60)
     parser.add_argument("--workdir", type=Path, default=REPO / "var" / "bench")
+    parser.add_argument("--workers", type=int, default=1, help="server processes")
+    parser.add_argument(
+        "--client",
+        choices=["python", "wrk"],
+        default="python",
+        help="load generator for /v1/search (answers always use python)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
     index = ensure_index(args.workdir / "service-index")
     questions = [q.question for q in iter_questions(SAMPLE / "WebQA_sample.json")]
     port = free_port()
-    server = start_server(index, port, args.workdir / "service-bench.log")
+    server = start_server(index, port, args.workdir / "service-bench.log", args.workers)
     base = f"http://127.0.0.1:{port}"
     runs = []
     try:
@@ -165,15 +238,20 @@ def main() -> None:
             ("/v1/answer", args.answer_requests),
         ):
             for concurrency in args.concurrency:
-                result = asyncio.run(
-                    load(base, route, questions, concurrency, requests, args.max_seconds)
-                )
+                if route == "/v1/search" and args.client == "wrk":
+                    result = wrk_load(base, route, questions, concurrency, 20, args.workdir)
+                else:
+                    result = asyncio.run(
+                        load(base, route, questions, concurrency, requests, args.max_seconds)
+                    )
                 print(result, file=sys.stderr)
                 runs.append(result)
     finally:
         server.terminate()
         server.wait(timeout=20)
-    write_report({"machine": {"cpus": os.cpu_count()}, "runs": runs}, args.out)
+    write_report(
+        {"machine": {"cpus": os.cpu_count()}, "workers": args.workers, "runs": runs}, args.out
+    )
 
 
 if __name__ == "__main__":

@@ -80,6 +80,11 @@ def selection_threshold(
 def build_pipeline(settings: Settings) -> QAPipeline:
     from generation.writer import AnswerWriter
 
+    if settings.torch_threads:
+        import torch
+
+        torch.set_num_threads(settings.torch_threads)
+
     retriever = build_retriever(settings)
     engine = build_engine(settings)
     scorer = build_scorer(settings, retriever, engine)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,23 @@ class Settings(BaseSettings):
     search_concurrency: int = Field(8, ge=1, description="searches run at once")
     search_queue: int = Field(64, ge=0, description="searches waiting beyond those; then 429")
     max_body_bytes: int = Field(8_000_000, ge=1024, description="larger request bodies get 413")
+    workers: int = Field(
+        1, ge=1, description="server processes; each loads the models and has its own queues"
+    )
+    torch_threads: int | None = Field(
+        None, ge=1, description="intra-op threads per process (default: torch's, all cores)"
+    )
     cors_origins: list[str] = Field(
         default_factory=list, description="origins allowed to call the API from a browser"
     )
+
+    def to_env(self) -> dict[str, str]:
+        """These settings as MMRAG_* variables, for worker processes that rebuild them."""
+        values = self.model_dump(mode="json", exclude_none=True)
+        return {
+            f"MMRAG_{name.upper()}": value if isinstance(value, str) else json.dumps(value)
+            for name, value in values.items()
+        }
 
     @classmethod
     def load(cls, config_file: Path | None = None, **flags: Any) -> Settings:
