@@ -112,3 +112,26 @@ def test_a_text_source_has_no_image(client: TestClient, sample_questions):
     snippet = next(q for q in sample_questions if q.qcate == "text").gold_source_ids[0]
     assert client.get(f"/v1/sources/{snippet}").json()["image_url"] is None
     assert client.get(f"/v1/sources/{snippet}/image").status_code == 404
+
+
+def test_settings_travel_to_worker_processes_through_the_environment(monkeypatch):
+    settings = Settings(
+        index=Path("/srv/index"),
+        retrievers=["bm25", "text"],
+        threshold=0.35,
+        cors_origins=["https://example.org"],
+        workers=2,
+        torch_threads=1,
+    )
+    for name, value in settings.to_env().items():
+        monkeypatch.setenv(name, value)
+    assert Settings() == settings
+
+
+def test_two_worker_processes_serve(sample_index: Path, tmp_path):
+    with running_mmrag_server(sample_index, tmp_path / "uvicorn.log", "--workers", "2") as base:
+        responses = [
+            httpx.post(f"{base}/v1/search", json={"question": "Harbor Inn door"}) for _ in range(6)
+        ]
+    assert all(r.status_code == 200 and r.json()["hits"] for r in responses)
+    assert (tmp_path / "uvicorn.log").read_text().count("Application startup complete") == 2
