@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -129,9 +130,13 @@ def test_settings_travel_to_worker_processes_through_the_environment(monkeypatch
 
 
 def test_two_worker_processes_serve(sample_index: Path, tmp_path):
-    with running_mmrag_server(sample_index, tmp_path / "uvicorn.log", "--workers", "2") as base:
+    log = tmp_path / "uvicorn.log"
+    with running_mmrag_server(sample_index, log, "--workers", "2") as base:
+        deadline = time.monotonic() + 60  # the second worker may still be loading
+        while log.read_text().count("Application startup complete") < 2:
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
         responses = [
             httpx.post(f"{base}/v1/search", json={"question": "Harbor Inn door"}) for _ in range(6)
         ]
     assert all(r.status_code == 200 and r.json()["hits"] for r in responses)
-    assert (tmp_path / "uvicorn.log").read_text().count("Application startup complete") == 2
