@@ -123,3 +123,15 @@ def test_judge_prompt_holds_one_source_and_asks_yes_or_no() -> None:
 def test_no_sources_still_asks_for_one_sentence() -> None:
     _, user = answer_messages("When was it built?", [])
     assert SOURCES_BEGIN not in user["content"] and "one complete sentence" in user["content"]
+
+
+def test_yes_no_questions_ask_for_yes_or_no_first():
+    from generation.prompts import YES_NO_REQUEST, answer_messages, is_yes_no
+
+    assert is_yes_no("Does the Harbor Inn have a blue door?")
+    assert is_yes_no('"Is the lighthouse striped?"')
+    assert not is_yes_no("What color is the door?") and not is_yes_no("")
+    source = type("S", (), {"id": "1", "modality": "text", "title": "t", "text": "x"})()
+    asks = answer_messages("Is it red?", [source])[-1]["content"]
+    assert YES_NO_REQUEST in str(asks)
+    assert YES_NO_REQUEST not in str(answer_messages("Which is red?", [source])[-1]["content"])
