@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
         index_sources={m: len(r) for m, r in collection.store.rows_by_modality.items()},
         images_note=images_note(args.images, collection),
         fl_note=f"BART model `{args.fl_model}`" if fl else FL_MISSING,
+        retrievers=pipeline.retriever.retrievers,
+        fusion=pipeline.retriever.fusion,
+        threshold=pipeline.selector.threshold,
     )
     report = write_webqa_report(info, scores)
     metrics = scores.overall.metrics

@@ -41,6 +41,10 @@ class WebQARunInfo:
     index_sources: dict[str, int]  # indexed sources per modality
     images_note: str
     fl_note: str
+    # What the pipeline resolved the settings to (defaults such as the fitted threshold).
+    retrievers: list[str]
+    fusion: str
+    threshold: float
 
     def record(self, question: WebQAQuestion) -> dict[str, Any]:
         return self.records[question.guid]
@@ -84,10 +88,10 @@ def _run_table(info: WebQARunInfo) -> str:
         ("setting", setting),
         ("index", f"{run['index']} ({counts})"),
         ("images", info.images_note),
-        ("retrievers / fusion", f"{run['retrievers'] or 'all in the index'} / {run['fusion']}"),
+        ("retrievers / fusion", f"{' + '.join(info.retrievers)} / {info.fusion}"),
         (
             "source selection",
-            f"reranker {run['reranker']}, threshold {run['threshold']}, at most "
+            f"reranker {run['reranker']}, threshold {info.threshold:g}, at most "
             f"{run['max_sources']} sources of the top {run['rerank_k']}",
         ),
         ("generator", f"{engine}, at most {run['max_tokens']} tokens, temperature 0"),
