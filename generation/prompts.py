@@ -44,7 +44,7 @@ ANSWER_SYSTEM = (
     f"numbered sources you used like [1]. {DATA_RULE}"
 )
 ANSWER_REQUEST = "Answer in one complete sentence and cite the source number, e.g. [1]."
-YES_NO_REQUEST = "Start the sentence with Yes or No."
+YES_NO_REQUEST = 'Begin with "Yes," or "No," and restate the question as a statement.'
 # Questions opening with an auxiliary verb expect yes or no; WebQA scores their answers on the
 # words yes/no alone, so a sentence that never says either scores zero however right it is.
 AUXILIARIES = frozenset(
