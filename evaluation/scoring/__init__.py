@@ -6,7 +6,7 @@ and, later, `mmrag eval run` both go through these, so the numbers cannot drift 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,6 +21,17 @@ class ScoreReport:
 
     metrics: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+
+
+def answered(
+    items: Sequence[T], has_answer: Callable[[T], bool], *, gold_label: str, none_message: str
+) -> tuple[list[T], list[str]]:
+    """The items that have gold answers, and a warning naming how many were skipped."""
+    kept = [item for item in items if has_answer(item)]
+    if not kept:
+        raise DatasetError(f"{gold_label}: {none_message}")
+    skipped = len(items) - len(kept)
+    return kept, [f"{skipped} questions without answers were skipped"] if skipped else []
 
 
 def mean(values: Iterable[float | None]) -> float | None:
