@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -21,9 +22,9 @@ class Counting:
         self.gate = delay_first
 
     def encode_texts(self, texts):
-        if self.gate is not None and not self.calls:
-            self.gate.wait(5)  # hold the first pass so the others queue up behind it
         self.calls.append(len(texts))
+        if self.gate is not None and len(self.calls) == 1:
+            self.gate.wait(30)  # hold the first pass so the others queue up behind it
         return self.encoder.encode_texts(texts)
 
 
@@ -44,11 +45,15 @@ def test_waiting_queries_are_encoded_in_one_pass(minilm):
     batcher = BatchingEncoder(counting)
     with ThreadPoolExecutor(12) as pool:
         futures = [pool.submit(batcher.encode_texts, [q]) for q in QUESTIONS[:12]]
-        while batcher._requests.qsize() < 11:  # the first is held in the model, 11 wait
-            threading.Event().wait(0.01)
+        deadline = time.monotonic() + 30
+        # The first pass (whatever had queued when the worker woke) is held at the gate; wait
+        # until every other request is queued behind it.
+        while not counting.calls or batcher._requests.qsize() < 12 - counting.calls[0]:
+            assert time.monotonic() < deadline, (counting.calls, batcher._requests.qsize())
+            time.sleep(0.01)
         gate.set()
-        results = [f.result() for f in futures]
-    assert counting.calls == [1, 11]
+        results = [f.result(timeout=30) for f in futures]
+    assert len(counting.calls) == 2 and sum(counting.calls) == 12, counting.calls
     assert all(r.shape == (1, minilm.info.dim) for r in results)
 
 
