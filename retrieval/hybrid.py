@@ -135,11 +135,14 @@ class HybridRetriever:
         lists = self.ranked_lists(
             question, MODALITIES if wanted is None else [wanted], max(k, self.depth)
         )
+        return self._candidates(fusion.ranked(self.fuse(lists), k))
+
+    def _candidates(self, ranked: list[tuple[int, float]]) -> list[Candidate]:
         store = self.collection.store
         label = "+".join(self.retrievers) + ("" if self.fusion == "raw" else f":{self.fusion}")
         return [
             Candidate(source=store.get(row), score=float(score), rank=rank, retriever=label)
-            for rank, (row, score) in enumerate(fusion.ranked(self.fuse(lists), k), start=1)
+            for rank, (row, score) in enumerate(ranked, start=1)
         ]
 
     def rank_among(self, question: str, source_ids: Sequence[str]) -> list[Candidate]:
@@ -169,14 +172,10 @@ class HybridRetriever:
             for kind, query in queries.items():
                 name = f"{kind}-{modality}"
                 if name in self.collection.dense_components:
-                    values = self.collection.dense(name).scores_of(query, subset)
+                    values = self.collection.dense(name, self.device).scores_of(query, subset)
                     lists[f"{kind}/{modality}"] = best_first(subset, values)
         fused = {row: 0.0 for row in rows} | self.fuse(lists)
-        label = "+".join(self.retrievers) + ("" if self.fusion == "raw" else f":{self.fusion}")
-        return [
-            Candidate(source=store.get(row), score=float(score), rank=rank, retriever=label)
-            for rank, (row, score) in enumerate(fusion.ranked(fused, len(fused)), start=1)
-        ]
+        return self._candidates(fusion.ranked(fused, len(fused)))
 
     def search_per_modality(self, question: str, k: int = 10) -> dict[Modality, list[Candidate]]:
         return {modality: self.search(question, k, modality) for modality in MODALITIES}
