@@ -104,7 +104,7 @@ class TorchExactSearch:
         self.torch = torch
         self.device = device
         dtype = torch.float16 if device.startswith("cuda") else torch.float32
-        self.vectors = torch.from_numpy(np.asarray(vectors)).to(device=device, dtype=dtype)
+        self.vectors = torch.from_numpy(np.array(vectors)).to(device=device, dtype=dtype)
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         torch = self.torch
@@ -129,12 +129,19 @@ class DenseIndex:
         self.params = params
         self.folder = folder
         self.torch_search: TorchExactSearch | None = None
+        self._vectors: np.ndarray | None = None
+
+    def saved_vectors(self) -> np.ndarray:
+        """The float16 vectors beside the index, memory-mapped once and kept."""
+        if self.folder is None:
+            raise ValueError("only a saved index has its vectors on disk")
+        if self._vectors is None:
+            self._vectors = np.load(self.folder / "vectors.npy", mmap_mode="r")
+        return self._vectors
 
     def use_torch(self, device: str) -> None:
         """Search exactly on `device` from the saved vectors, instead of with faiss."""
-        if self.folder is None:
-            raise ValueError("only a saved index can move to a torch device")
-        self.torch_search = TorchExactSearch(np.load(self.folder / "vectors.npy"), device)
+        self.torch_search = TorchExactSearch(self.saved_vectors(), device)
 
     @classmethod
     def build(
@@ -170,9 +177,7 @@ class DenseIndex:
         For ranking a fixed candidate set (WebQA's restricted setting): a handful of rows, read
         from the memory-mapped float16 vectors, not a search over the index.
         """
-        if self.folder is None:
-            raise ValueError("only a saved index can score given rows")
-        vectors = np.load(self.folder / "vectors.npy", mmap_mode="r")
+        vectors = self.saved_vectors()
         positions = np.searchsorted(self.rows, rows)
         if len(rows) and (
             positions.max() >= len(self.rows) or not np.array_equal(self.rows[positions], rows)
