@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import write_report
+from bench.report import latency_percentiles, write_report
 from bench.synthetic import queries, write_corpus
 from indexes.bm25 import BM25Index, BM25Params, top_k
 from indexes.collection import Collection, build_index
@@ -56,12 +56,7 @@ def build_in_child(corpus: Path, out: Path) -> dict:
 
 
 def percentiles(latencies: list[float]) -> dict:
-    ms = np.array(latencies) * 1000
-    return {
-        "p50_ms": round(float(np.percentile(ms, 50)), 3),
-        "p99_ms": round(float(np.percentile(ms, 99)), 3),
-        "queries": len(ms),
-    }
+    return {**latency_percentiles(latencies), "queries": len(latencies)}
 
 
 def timed(function, items) -> tuple[list, list[float]]:

@@ -30,7 +30,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import write_report
+from bench.report import latency_percentiles, write_report
 from bench.synthetic import vocabulary, zipf_sampler
 from indexes.dense import DenseIndex, DenseParams, TorchExactSearch, exact_top10
 from indexes.encoders.base import EncoderInfo
@@ -132,11 +132,7 @@ def latency(index: DenseIndex, queries: np.ndarray, batch: int) -> dict:
         began = time.perf_counter()
         index.search(queries[start : start + batch], 10)
         times.append(time.perf_counter() - began)
-    ms = np.array(times) * 1000
-    return {
-        f"batch{batch}_p50_ms": round(float(np.percentile(ms, 50)), 3),
-        f"batch{batch}_p99_ms": round(float(np.percentile(ms, 99)), 3),
-    }
+    return latency_percentiles(times, prefix=f"batch{batch}_")
 
 
 def faiss_at(n: int, n_queries: int, device: str) -> dict:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from indexes.atomic import atomic_write_text
 
 
@@ -13,3 +15,13 @@ def write_report(results: dict, out: Path | None) -> None:
     print(text)
     if out:
         atomic_write_text(out, text + "\n")
+
+
+def latency_percentiles(
+    seconds: list[float], points: tuple[int, ...] = (50, 99), digits: int = 3, prefix: str = ""
+) -> dict[str, float]:
+    """{"p50_ms": ..., "p99_ms": ...} of latencies given in seconds (NaN when there are none)."""
+    ms = np.array(seconds) * 1000 if seconds else np.array([np.nan])
+    return {
+        f"{prefix}p{point}_ms": round(float(np.percentile(ms, point)), digits) for point in points
+    }

@@ -24,7 +24,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.report import write_report  # noqa: E402
+from bench.report import latency_percentiles, write_report  # noqa: E402
 from indexes.corpus.webqa import iter_questions  # noqa: E402
 
 SAMPLE = REPO / "data" / "sample"
@@ -135,7 +135,6 @@ async def load(
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
-    ms = np.array(latencies) * 1000 if latencies else np.array([np.nan])
     codes = np.array(statuses)
     return {
         "route": route,
@@ -143,9 +142,7 @@ async def load(
         "requests": len(statuses),
         "ok": int((codes == 200).sum()),
         "req_per_s": round(len(latencies) / elapsed, 1),
-        "p50_ms": round(float(np.percentile(ms, 50)), 1),
-        "p95_ms": round(float(np.percentile(ms, 95)), 1),
-        "p99_ms": round(float(np.percentile(ms, 99)), 1),
+        **latency_percentiles(latencies, (50, 95, 99), digits=1),
         "status_429": int((codes == 429).sum()),
         "other_4xx": int(((codes >= 400) & (codes < 500) & (codes != 429)).sum()),
         "errors_5xx": int((codes >= 500).sum()),
