@@ -62,16 +62,28 @@ def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
 def top_k(
     scores: np.ndarray, k: int, rows: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows and scores of the k best, best first; argpartition keeps it O(n) over 930K rows."""
+    """Rows and scores of the k best, best first, equal scores in row order.
+
+    argpartition keeps it O(n) over 930K rows, but which of several equal scores it leaves
+    inside the first k is not defined (it differs between CPUs), so a tie at the k-th place is
+    settled here: every row scoring above the k-th score, then the lowest rows among those equal
+    to it.
+    """
     candidates = scores if rows is None else scores[rows]
     k = min(k, len(candidates))
     if k <= 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=scores.dtype)
-    best = np.argpartition(-candidates, k - 1)[:k]
-    # Ties broken by row so results are deterministic.
-    best = best[np.lexsort((best, -candidates[best]))]
-    chosen_rows = best if rows is None else rows[best]
-    return chosen_rows.astype(np.int64), candidates[best]
+    keys = np.arange(len(candidates)) if rows is None else np.asarray(rows)
+    if k < len(candidates):
+        kth = candidates[np.argpartition(-candidates, k - 1)[k - 1]]
+        above = np.flatnonzero(candidates > kth)
+        tied = np.flatnonzero(candidates == kth)
+        tied = tied[np.argsort(keys[tied], kind="stable")][: k - len(above)]
+        best = np.concatenate([above, tied])
+    else:
+        best = np.arange(len(candidates))
+    best = best[np.lexsort((keys[best], -candidates[best]))]
+    return keys[best].astype(np.int64), candidates[best]
 
 
 class BM25Index:

@@ -23,6 +23,7 @@ DENSE_DIR = "dense"
 FLAT_LIMIT = 100_000
 TARGET_RECALL = 0.95
 TUNING_QUERIES = 200
+TIE_MARGIN = 8  # results fetched beyond k, so a tie at the k-th place is settled by row
 
 
 @dataclass
@@ -186,15 +187,28 @@ class DenseIndex:
         return np.asarray(vectors[positions], dtype=np.float32) @ np.asarray(query, np.float32)
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(store rows, scores), each (n_queries, k); rows of missing results are -1."""
+        """(store rows, scores), each (n_queries, k), equal scores in row order; rows of
+        missing results are -1.
+
+        Neither faiss's heaps nor torch.topk define the order of equal scores (duplicate
+        captions embed identically), so a few more than k are fetched, sorted by (score, row)
+        and cut; while a tie reaches past what was fetched, more are fetched.
+        """
         k = min(k, len(self))
         if k == 0:
             empty = np.empty((len(queries), 0))
             return empty.astype(np.int64), empty.astype(np.float32)
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         searcher = self.torch_search or self.index
-        scores, positions = searcher.search(queries, k)
-        return np.where(positions >= 0, self.rows[positions], -1), scores
+        fetch = min(len(self), k + TIE_MARGIN)
+        while True:
+            scores, positions = searcher.search(queries, fetch)
+            if fetch == len(self) or not np.any(scores[:, k - 1] == scores[:, fetch - 1]):
+                break
+            fetch = min(len(self), 2 * fetch)
+        rows = np.where(positions >= 0, self.rows[positions], -1)
+        order = np.lexsort((np.where(rows >= 0, rows, len(self.rows)), -scores))[:, :k]
+        return np.take_along_axis(rows, order, 1), np.take_along_axis(scores, order, 1)
 
     def save(self, folder: Path, vectors: np.ndarray) -> None:
         faiss = _faiss()

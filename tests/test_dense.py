@@ -33,6 +33,17 @@ def test_flat_index_is_exact_and_maps_positions_to_store_rows():
     np.testing.assert_allclose(scores[:, 0], 1.0, atol=1e-5)
 
 
+def test_equal_scores_rank_by_row_even_past_the_fetch_margin():
+    """Duplicate captions embed identically; faiss's heap leaves their order undefined."""
+    vectors = clustered(300)
+    vectors[40:300:2] = vectors[0]  # 130 copies of row 0's vector, more than k + the margin
+    rows = np.arange(300) + 1000
+    index = DenseIndex.build(vectors, rows, INFO)
+    found, scores = index.search(vectors[:1], 20)
+    assert list(found[0]) == [1000, *range(1040, 1040 + 2 * 19, 2)]
+    np.testing.assert_allclose(scores[0], scores[0][0], rtol=1e-6)
+
+
 def test_ivf_nprobe_is_tuned_to_the_recall_target_and_survives_a_round_trip(tmp_path):
     vectors = clustered(20_000)
     index = DenseIndex.build(vectors, np.arange(20_000), INFO, factory="IVF256,Flat")
