@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 
 from generation.citations import cite, sentence_end
@@ -31,18 +31,25 @@ class AnswerWriter:
         self.max_tokens = max_tokens
         self.images = images if engine.info.accepts_images else None
 
-    def write(self, question: str, sources: Sequence[SourceLike]) -> Answer:
-        *_, answer = self.stream(question, sources)  # the last item is always the Answer
-        return answer
-
-    def stream(self, question: str, sources: Sequence[SourceLike]) -> Iterator[str | Answer]:
-        """Text deltas as the model writes them, then the final Answer.
+    def write(
+        self,
+        question: str,
+        sources: Sequence[SourceLike],
+        *,
+        on_token: Callable[[str], None] | None = None,
+        interrupt: Callable[[], str | None] | None = None,
+    ) -> Answer:
+        """The cited answer; `on_token` sees the text deltas as the model writes them.
 
         Deltas are raw model text up to the end of the first sentence (its markers not yet
         checked); the Answer's text is the validated one. Generation stops as soon as a second
-        sentence starts, so a rambling model costs one extra token, not max_tokens.
+        sentence starts, so a rambling model costs one extra token, not max_tokens. Between
+        tokens `interrupt()` may return a reason to stop (a deadline, a client gone): the
+        engine's stream is closed at once, which frees it for the next question, and the
+        reason becomes the answer's `generation_error`.
         """
         sources = list(sources)
+        emit = on_token or (lambda _delta: None)
         started = time.perf_counter()
         messages = answer_messages(question, sources, images=self.images)
         raw, first_token, error = "", None, None
@@ -50,28 +57,29 @@ class AnswerWriter:
             deltas = self.engine.stream(messages, max_tokens=self.max_tokens, temperature=0.0)
             with closing(deltas):
                 for delta in deltas:
+                    if interrupt is not None and (error := interrupt()) is not None:
+                        break
                     if first_token is None:
                         first_token = time.perf_counter() - started
                     emitted, raw = len(raw), raw + delta
                     end = sentence_end(raw)
                     if end is not None:
                         if end > emitted:
-                            yield raw[emitted:end]
+                            emit(raw[emitted:end])
                         raw = raw[:end]
                         break
-                    yield delta
+                    emit(delta)
         except GenerationError as exc:
             error = str(exc)
         generate = time.perf_counter() - started
         cited = cite("" if error else raw, sources)  # half an answer is no answer
         if error is None and not cited.text:
             error = f"{self.engine.info.name} model {self.engine.info.model} returned no answer"
-        timings = {"generate_s": generate, "first_token_s": first_token or generate}
-        yield Answer(
+        return Answer(
             text=cited.text,
             text_without_markers=cited.text_without_markers,
             citations=cited.citations,
             sources=sources,
-            timings=timings,
+            timings={"generate_s": generate, "first_token_s": first_token or generate},
             generation_error=error,
         )

@@ -6,11 +6,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from swagger_ui_bundle import swagger_ui_path
 
 from service.components import build_pipeline
 from service.config import Settings
@@ -36,6 +39,8 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
         version="0.1.0",
         summary="Multimodal retrieval and cited-answer QA over image and text corpora.",
         lifespan=lifespan,
+        docs_url=None,  # served below from local assets: FastAPI's page loads them from a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.metrics = Metrics()
@@ -46,11 +51,17 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
     app.state.search_queue = AdmissionQueue(
         "search", settings.search_concurrency, settings.search_queue
     )
+    app.add_exception_handler(RequestValidationError, validation_error)
     for module in (health, search, answer, rationale, sources):
         app.include_router(module.router)
     # The demo chat page: GET / plus its assets under /static, so it never shadows a route.
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_api_route("/", lambda: FileResponse(STATIC / "index.html"), include_in_schema=False)
+    add_docs(app)
+    # The last middleware added is the outermost: CORS headers go on every reply, the 413s of
+    # the body limit included, and the metrics count those too.
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -58,6 +69,33 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
             allow_methods=["GET", "POST"],
             allow_headers=["content-type"],
         )
-    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     return app
+
+
+async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    """One line naming each bad field, as every other error reply does.
+
+    FastAPI's default handler echoes the offending input back, and fails with a 500 on inputs
+    JSON cannot encode (`"k": 1e400` parses to infinity).
+    """
+    assert isinstance(exc, RequestValidationError)
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
+    )
+    return JSONResponse({"detail": problems or "invalid request"}, status_code=422)
+
+
+def add_docs(app: FastAPI) -> None:
+    """Swagger UI at /docs from the swagger-ui-bundle package's files: nothing from a CDN."""
+    app.mount("/docs/assets", StaticFiles(directory=swagger_ui_path), name="docs-assets")
+
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="mmrag API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )
+
+    app.add_api_route("/docs", docs, include_in_schema=False)

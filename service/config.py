@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
-import tomllib
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -48,6 +48,9 @@ class Settings(BaseSettings):
         "`mmrag retrieval calibrate` with calibrated scores, else 0.2 (WebQA's VLP)",
     )
     max_sources: int = Field(2, ge=1, description="most sources an answer cites")
+    max_sources_limit: int = Field(
+        8, ge=1, description="largest max_sources a client may ask for per request"
+    )
     rerank_k: int = Field(20, ge=1, description="candidates the reranker scores")
     request_timeout_s: float = Field(
         30.0, gt=0, description="past this an answer returns its sources with generation_error"

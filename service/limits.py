@@ -24,8 +24,12 @@ class AdmissionQueue:
         self._slots = asyncio.Semaphore(concurrency)
         self.admitted = 0  # running or waiting
 
-    def check(self) -> None:
-        """Raise the 429 now if full: a stream must refuse before its 200 is sent."""
+    async def acquire(self) -> Ticket:
+        """Wait for a slot, or raise the 429 at once if `capacity` requests are already in.
+
+        A stream takes its ticket before its 200 is sent, so a full queue is refused with a
+        status code, not with an error event inside a stream that began as a success.
+        """
         if self.admitted >= self.capacity:
             raise HTTPException(
                 429,
@@ -33,16 +37,37 @@ class AdmissionQueue:
                 f"retry in {self.retry_after_s} s",
                 headers={"Retry-After": str(self.retry_after_s)},
             )
+        self.admitted += 1
+        try:
+            await self._slots.acquire()
+        except BaseException:
+            self.admitted -= 1
+            raise
+        return Ticket(self)
+
+    def _leave(self) -> None:
+        self.admitted -= 1
+        self._slots.release()
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
-        self.check()
-        self.admitted += 1
+        ticket = await self.acquire()
         try:
-            async with self._slots:
-                yield
+            yield
         finally:
-            self.admitted -= 1
+            ticket.release()
+
+
+class Ticket:
+    """An admitted request's slot; `release` is idempotent, so every exit path may call it."""
+
+    def __init__(self, queue: AdmissionQueue) -> None:
+        self._queue: AdmissionQueue | None = queue
+
+    def release(self) -> None:
+        if self._queue is not None:
+            self._queue._leave()
+            self._queue = None
 
 
 class BodySizeLimit:

@@ -1,17 +1,26 @@
 """One question's path: retrieve candidates, select the sources that answer, write the answer.
 
 Orchestration only, no model code: the parts are built once per process (`build_pipeline`) and
-shared by the CLI, the HTTP service and the eval runs. A generator that fails, is down or runs
-past its deadline does not fail the question: the answer comes back with its sources and
+shared by the CLI, the HTTP service and the eval runs, and each of them makes one call per
+question, `QAPipeline.run` (or `answer`, which waits for the run's result).
+
+A run works in a thread of its own and hands its tokens over a queue, so the engine is held
+only while that thread generates: a consumer that stops reading (a client gone mid-stream)
+cannot keep the engine locked. The one deadline of a run bounds generation from both sides:
+the worker stops at it between tokens, and the consumer stops waiting at it (plus a grace) when
+an engine hangs before its first token. A generator that fails, is down or runs past the
+deadline does not fail the question: the answer comes back with its sources and
 `generation_error` set.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
-from collections.abc import Iterator
-from contextlib import closing
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from generation.types import Answer
 from generation.writer import AnswerWriter
@@ -19,27 +28,144 @@ from retrieval.hybrid import HybridRetriever
 from retrieval.rerank import Selection, SourceSelector
 from retrieval.types import ModalityFilter
 
+# How long past the deadline a consumer waits for the worker to report the timeout itself.
+DEADLINE_GRACE_S = 0.5
+# How long leaving a run's `with` block waits for its worker to stop (one token, normally).
+WORKER_STOP_S = 5.0
+
+
+@dataclass
+class Timings:
+    """Seconds per stage of one question; `first_token_s` counts from the start of generation."""
+
+    retrieve_s: float = 0.0
+    rerank_s: float = 0.0
+    generate_s: float = 0.0
+    first_token_s: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
 
 @dataclass
 class QAResult:
     answer: Answer
     selection: Selection
+    timings: Timings = field(default_factory=Timings)
 
     def relevance(self) -> dict[str, float]:
         return {scored.source.id: scored.relevance for scored in self.selection.selected}
 
-    @classmethod
-    def unanswered(cls, selection: Selection, timings: dict[str, float], error: str) -> QAResult:
-        sources = [scored.source for scored in selection.selected]
-        answer = Answer(
-            text="",
-            text_without_markers="",
-            citations=[],
-            sources=sources,
-            timings=timings,
-            generation_error=error,
+
+def unanswered(selection: Selection, timings: Timings, error: str) -> QAResult:
+    """The selected sources without an answer, saying why."""
+    sources = [scored.source for scored in selection.selected]
+    answer = Answer("", "", [], sources, timings={}, generation_error=error)
+    return QAResult(answer, selection, timings)
+
+
+class QARun:
+    """One question in flight: iterate for the answer's tokens as they are written; `result`
+    holds the final answer once iteration ends (`wait()` skips the tokens).
+
+    `close()` stops the run at its next token and may be called from any thread, any number of
+    times: the service calls it when a client goes away.
+    """
+
+    def __init__(
+        self, pipeline: QAPipeline, question: str, timeout_s: float | None, options: dict
+    ) -> None:
+        self.result: QAResult | None = None
+        self.timeout_s = timeout_s
+        self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._closed = threading.Event()
+        self._generating: tuple[Selection, Timings, float] | None = None
+        self._worker = threading.Thread(
+            target=self._work, args=(pipeline, question, options), name="qa-run", daemon=True
         )
-        return cls(answer, selection)
+        self._worker.start()
+
+    def __enter__(self) -> QARun:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Close, and give the worker a moment to stop: a process that exits (Ctrl-C) while
+        llama.cpp runs in a daemon thread is aborted by the C++ runtime."""
+        self.close()
+        self._worker.join(WORKER_STOP_S)
+
+    def close(self) -> None:
+        """Stop at the next token; never blocks, so an event loop may call it."""
+        self._closed.set()
+
+    def wait(self) -> QAResult:
+        for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+    def __iter__(self) -> Iterator[str]:
+        while self.result is None:
+            kind, value = self._next_event()
+            if kind == "token":
+                yield value
+            elif kind == "generating":
+                self._generating = value
+            elif kind == "done":
+                self.result = value
+            else:  # "error": retrieval or selection failed, e.g. on bad input
+                raise value
+
+    def _deadline(self, started: float) -> float | None:
+        return None if self.timeout_s is None else started + self.timeout_s
+
+    def _next_event(self) -> tuple[str, Any]:
+        deadline = None if self._generating is None else self._deadline(self._generating[2])
+        if deadline is None:
+            return self._events.get()
+        try:
+            wait = max(0.0, deadline - time.monotonic()) + DEADLINE_GRACE_S
+            return self._events.get(timeout=wait)
+        except queue.Empty:
+            # The engine hangs (say, before its first token): answer without it, and let the
+            # worker stop at its next token, if one ever comes.
+            self.close()
+            selection, timings, started = self._generating
+            timings = replace(timings, generate_s=time.monotonic() - started)
+            return "done", unanswered(selection, timings, self._timeout_message())
+
+    def _timeout_message(self) -> str:
+        return f"generation timed out after {self.timeout_s:g} s"
+
+    def _interrupt(self, deadline: float | None) -> str | None:
+        """Why generation must stop now, if it must."""
+        if self._closed.is_set():
+            return "the request was cancelled"
+        if deadline is not None and time.monotonic() > deadline:
+            return self._timeout_message()
+        return None
+
+    def _work(self, pipeline: QAPipeline, question: str, options: dict) -> None:
+        try:
+            timings = Timings()
+            selection = pipeline.select(question, timings, **options)
+            started = time.monotonic()
+            self._events.put(("generating", (selection, timings, started)))
+            deadline = self._deadline(started)
+            if (reason := self._interrupt(deadline)) is not None:
+                self._events.put(("done", unanswered(selection, timings, reason)))
+                return
+            answer = pipeline.writer.write(
+                question,
+                [scored.source for scored in selection.selected],
+                on_token=lambda delta: self._events.put(("token", delta)),
+                interrupt=lambda: self._interrupt(deadline),
+            )
+            timings.generate_s = answer.timings["generate_s"]
+            timings.first_token_s = answer.timings["first_token_s"]
+            self._events.put(("done", QAResult(answer, selection, timings)))
+        except BaseException as exc:  # handed to the consumer, who raises it
+            self._events.put(("error", exc))
 
 
 class QAPipeline:
@@ -50,54 +176,43 @@ class QAPipeline:
         self.selector = selector
         self.writer = writer
 
-    def select(
+    def run(
         self,
         question: str,
         *,
         k: int | None = None,
         modality: ModalityFilter = "all",
         max_sources: int | None = None,
-    ) -> tuple[Selection, dict[str, float]]:
-        started = time.perf_counter()
-        candidates = self.retriever.search(question, k or self.selector.k, modality)
-        retrieved = time.perf_counter()
-        selection = self.selector.select(question, candidates, max_sources=max_sources)
-        timings = {"retrieve_s": retrieved - started, "rerank_s": time.perf_counter() - retrieved}
-        return selection, timings
+        candidates: Sequence[str] | None = None,
+        timeout_s: float | None = None,
+    ) -> QARun:
+        """Start answering; `candidates` (source ids) restricts retrieval to ranking those, as
+        in WebQA's restricted setting. `timeout_s` bounds generation."""
+        options = {"k": k, "modality": modality, "max_sources": max_sources}
+        return QARun(self, question, timeout_s, {**options, "candidates": candidates})
 
-    def answer(self, question: str, *, timeout_s: float | None = None, **options) -> QAResult:
-        *_, result = self.stream(question, timeout_s=timeout_s, **options)
-        return result
+    def answer(self, question: str, **options: Any) -> QAResult:
+        """`run` and wait for the result."""
+        with self.run(question, **options) as running:
+            return running.wait()
 
-    def stream(
-        self, question: str, *, timeout_s: float | None = None, **options
-    ) -> Iterator[str | QAResult]:
-        """Text deltas as they are generated, then the final result."""
-        selection, timings = self.select(question, **options)
-        yield from self.write(question, selection, timings, timeout_s=timeout_s)
-
-    def write(
+    def select(
         self,
         question: str,
-        selection: Selection,
-        timings: dict[str, float],
+        timings: Timings,
         *,
-        timeout_s: float | None = None,
-    ) -> Iterator[str | QAResult]:
-        """Generate from selected sources; past `timeout_s` stop and return the sources alone."""
-        started = time.monotonic()
-        sources = [scored.source for scored in selection.selected]
-        parts = self.writer.stream(question, sources)
-        with closing(parts):
-            for part in parts:
-                if isinstance(part, Answer):
-                    part.timings = {**timings, **part.timings}
-                    yield QAResult(part, selection)
-                    return
-                if timeout_s is not None and time.monotonic() - started > timeout_s:
-                    elapsed = {**timings, "generate_s": time.monotonic() - started}
-                    yield QAResult.unanswered(
-                        selection, elapsed, f"generation timed out after {timeout_s:g} s"
-                    )
-                    return
-                yield part
+        k: int | None = None,
+        modality: ModalityFilter = "all",
+        max_sources: int | None = None,
+        candidates: Sequence[str] | None = None,
+    ) -> Selection:
+        started = time.perf_counter()
+        if candidates is None:
+            found = self.retriever.search(question, k or self.selector.k, modality)
+        else:
+            found = self.retriever.rank_among(question, candidates)
+        retrieved = time.perf_counter()
+        selection = self.selector.select(question, found, max_sources=max_sources)
+        timings.retrieve_s = retrieved - started
+        timings.rerank_s = time.perf_counter() - retrieved
+        return selection

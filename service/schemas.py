@@ -13,16 +13,40 @@ if TYPE_CHECKING:  # the pipeline pulls in generation; search-only callers must 
     from service.pipeline import QAResult
 
 
+def valid_text(text: str) -> str:
+    """Text every later stage can encode: JSON lets a client send lone UTF-16 surrogates
+    ("\\ud800"), which no tokenizer or UTF-8 writer accepts."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"text is not valid Unicode (a lone surrogate at character {exc.start})"
+        ) from None
+    return text
+
+
 def _not_blank(question: str) -> str:
-    question = question.strip()
+    question = valid_text(question).strip()
     if not question:
         raise ValueError("question must not be empty")
     return question
 
 
 Question = Annotated[
-    str, AfterValidator(_not_blank), Field(description="natural-language question")
+    str,
+    AfterValidator(_not_blank),
+    Field(
+        min_length=1,
+        description="natural-language question (not blank)",
+        json_schema_extra={"pattern": r"\S"},
+    ),
 ]
+
+
+class ErrorOut(BaseModel):
+    """Every error reply: one line saying what is wrong."""
+
+    detail: str
 
 
 class SearchRequest(BaseModel):
@@ -109,7 +133,7 @@ class AnswerResponse(BaseModel):
                 for c in answer.citations
             ],
             sources=[SourceOut.from_source(s, relevance.get(s.id)) for s in answer.sources],
-            timings=answer.timings,
+            timings=result.timings.as_dict(),
             generation_error=answer.generation_error,
         )
 
@@ -129,7 +153,7 @@ class Health(BaseModel):
 
 class Readiness(BaseModel):
     ready: bool
-    index: str
+    index: str = Field(description="the index directory's name (paths stay on the server)")
     sources: int
     retrievers: list[str]
     fusion: str

@@ -74,3 +74,28 @@ def test_a_failure_reaches_every_waiting_caller_and_the_batcher_survives(minilm)
     with pytest.raises(RuntimeError, match="out of memory"):
         batcher.encode_texts(["q"])
     assert batcher.encode_texts(["q"]).shape == (1, minilm.info.dim)
+
+
+def test_a_poisoned_request_fails_alone_not_the_others_in_its_pass(minilm):
+    """A text the model cannot take (here: one with a lone surrogate, which the tokenizer
+    refuses) shares a forward pass with good questions; only its own caller gets the error."""
+    gate = threading.Event()
+    counting = Counting(minilm, gate)
+    batcher = BatchingEncoder(counting)
+    poisoned = "door \ud800 inn"
+    with ThreadPoolExecutor(8) as pool:
+        first = pool.submit(batcher.encode_texts, ["warm-up"])
+        while not counting.calls:
+            time.sleep(0.01)
+        futures = {q: pool.submit(batcher.encode_texts, [q]) for q in [*QUESTIONS[:6], poisoned]}
+        while batcher._requests.qsize() < 7:
+            time.sleep(0.01)
+        gate.set()
+        assert first.result(timeout=30).shape == (1, minilm.info.dim)
+        with pytest.raises(Exception):  # noqa: B017 - whatever the tokenizer raises
+            futures.pop(poisoned).result(timeout=30)
+        for question, future in futures.items():
+            np.testing.assert_allclose(
+                future.result(timeout=30)[0], minilm.encode_texts([question])[0], atol=1e-5
+            )
+    assert counting.calls[1] == 7  # they did share a pass, which failed as a whole

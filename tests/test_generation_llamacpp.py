@@ -71,15 +71,30 @@ def test_three_sources_including_images(smollm2) -> None:
     assert "red" in answer.text_without_markers.lower()
 
 
-def test_stream_yields_deltas_then_the_answer(smollm2) -> None:
+def test_tokens_reach_on_token_as_written_then_the_answer(smollm2) -> None:
     sources = [LIGHT, BOAT]
-    items = list(AnswerWriter(smollm2).stream(LIGHTHOUSE, sources))
-    *deltas, answer = items
+    deltas: list[str] = []
+    answer = AnswerWriter(smollm2).write(LIGHTHOUSE, sources, on_token=deltas.append)
     assert deltas and all(isinstance(d, str) for d in deltas)
     assert isinstance(answer, Answer)
     assert_one_cited_sentence(answer, sources)
     assert cite("".join(deltas), sources).text == answer.text
     assert 0 < answer.timings["first_token_s"] <= answer.timings["generate_s"]
+
+
+def test_an_interrupt_stops_generation_and_frees_the_engine(smollm2) -> None:
+    """What a vanished client or a deadline does: the engine's stream is closed at once."""
+    deltas: list[str] = []
+    answer = AnswerWriter(smollm2).write(
+        LIGHTHOUSE,
+        [LIGHT],
+        on_token=deltas.append,
+        interrupt=lambda: "the request was cancelled" if deltas else None,
+    )
+    assert len(deltas) == 1
+    assert answer.generation_error == "the request was cancelled" and answer.text == ""
+    assert smollm2.lock.acquire(blocking=False)  # nobody holds the engine any more
+    smollm2.lock.release()
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,7 @@ def test_answer_returns_a_cited_sentence_and_its_sources(pipeline):
     with client_for(pipeline) as client:
         body = client.post("/v1/answer", json={"question": QUESTION}).json()
     assert body["generation_error"] is None
-    assert body["citations"] and body["answer"].endswith((".", "!", "?")) is not None
+    assert body["citations"] and body["answer"].endswith((".", "!", "?"))
     cited = {c["source_id"] for c in body["citations"]}
     assert cited <= {s["source_id"] for s in body["sources"]}
     assert all(0 <= s["score"] <= 1 for s in body["sources"])
@@ -222,3 +222,101 @@ def test_rationale_from_an_upload_and_from_a_corpus_image(pipeline):
         assert junk.status_code == 422 and "undecodable image" in junk.text
         text_source = client.post("/v1/rationale", data={**form, "source_id": "../../etc"})
         assert text_source.status_code == 404
+
+
+def test_streams_over_capacity_get_429_not_an_error_event(pipeline):
+    """Admission happens before the stream's 200: a refused stream is a status code."""
+    app = create_app(
+        Settings(index=pipeline.retriever.collection.root, answer_concurrency=1, answer_queue=0),
+        pipeline,
+    )
+    body = {"question": QUESTION, "stream": True}
+
+    async def burst() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            app.state.pipeline = pipeline  # ASGITransport runs no lifespan
+            return await asyncio.gather(*(client.post("/v1/answer", json=body) for _ in range(4)))
+
+    responses = asyncio.run(burst())
+    codes = sorted(r.status_code for r in responses)
+    assert codes.count(200) >= 1 and codes.count(429) >= 1, codes
+    for response in responses:
+        if response.status_code == 200:
+            assert [kind for kind, _ in parse_events(response.text)][-1] == "answer"
+        else:
+            assert response.headers["retry-after"] == "1"
+    assert app.state.answer_queue.admitted == 0  # every slot was given back
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"question": QUESTION, "k": 1_000_000_000}, "k must be at most 100"),
+        ({"question": QUESTION, "max_sources": 1_000_000_000}, "max_sources must be at most 8"),
+        ({"question": QUESTION, "stream": True, "k": 101}, "k must be at most 100"),
+    ],
+)
+def test_answer_work_per_request_is_bounded(pipeline, body, fragment):
+    with client_for(pipeline) as client:
+        response = client.post("/v1/answer", json=body)
+    assert response.status_code == 422 and fragment in response.json()["detail"]
+
+
+@pytest.mark.parametrize("route", ["/v1/search", "/v1/answer"])
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        (b'{"question": "door \\ud800 inn"}', "lone surrogate"),
+        (b'{"question": "door", "k": 1e400}', "k: Input should be a finite number"),
+        (b'{"question": "door", "k": NaN}', "k: Input should be a finite number"),
+        (b'{"question": ["door"]}', "question: Input should be a valid string"),
+    ],
+)
+def test_unencodable_and_infinite_inputs_are_422_with_one_line(pipeline, route, raw, fragment):
+    with client_for(pipeline) as client:
+        response = client.post(route, content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert isinstance(detail, str) and "\n" not in detail and fragment in detail, detail
+
+
+def test_413_carries_cors_headers(pipeline):
+    origin = {"origin": "http://example.org"}
+    with client_for(pipeline, max_body_bytes=2048, cors_origins=["http://example.org"]) as client:
+        response = client.post("/v1/search", json={"question": "door " * 1000}, headers=origin)
+    assert response.status_code == 413
+    assert response.headers["access-control-allow-origin"] == "http://example.org"
+
+
+def test_readyz_names_the_index_without_its_path(pipeline):
+    with client_for(pipeline) as client:
+        body = client.get("/readyz").json()
+    root = pipeline.retriever.collection.root
+    assert body["index"] == root.name and str(root.parent) not in str(body)
+
+
+def test_docs_page_loads_nothing_from_other_hosts(pipeline):
+    import re
+
+    with client_for(pipeline) as client:
+        page = client.get("/docs")
+        assert page.status_code == 200
+        assets = re.findall(r"""(?:src|href)=['"]([^'"]+)['"]""", page.text)
+        assert assets and all(url.startswith("/") for url in assets), assets
+        for url in assets:
+            assert client.get(url).status_code == 200, url
+
+
+def test_openapi_documents_every_status_and_the_error_shape(pipeline):
+    with client_for(pipeline) as client:
+        schema = client.get("/openapi.json").json()
+    paths = schema["paths"]
+    assert {"200", "413", "422", "429"} <= set(paths["/v1/answer"]["post"]["responses"])
+    assert {"200", "413", "422", "429"} <= set(paths["/v1/search"]["post"]["responses"])
+    assert "404" in paths["/v1/sources/{source_id}"]["get"]["responses"]
+    assert "404" in paths["/v1/sources/{source_id}/image"]["get"]["responses"]
+    error = schema["components"]["schemas"]["ErrorOut"]
+    assert error["properties"]["detail"]["type"] == "string"
+    question = schema["components"]["schemas"]["AnswerRequest"]["properties"]["question"]
+    assert question["minLength"] == 1

@@ -16,7 +16,7 @@ from evaluation.errors import EvaluationError
 from indexes.corpus.webqa import WebQAQuestion
 from indexes.sources import Source
 from service.config import Settings
-from service.pipeline import QAPipeline, QAResult
+from service.pipeline import QAPipeline
 
 SETTINGS = ("full", "restricted")
 
@@ -80,22 +80,15 @@ class WebQARunner:
 
     def __call__(self, question: WebQAQuestion) -> dict[str, Any]:
         started = time.perf_counter()
-        if self.setting == "full":
-            selection, timings = self.pipeline.select(question.question, k=self.k)
-        else:
-            candidates = self.pipeline.retriever.rank_among(question.question, own_facts(question))
-            ranked = time.perf_counter()
-            selection = self.pipeline.selector.select(question.question, candidates)
-            timings = {"retrieve_s": ranked - started, "rerank_s": time.perf_counter() - ranked}
-        *_, result = self.pipeline.write(question.question, selection, timings)
-        assert isinstance(result, QAResult)
+        candidates = own_facts(question) if self.setting == "restricted" else None
+        result = self.pipeline.answer(question.question, k=self.k, candidates=candidates)
         answer = result.answer
         return {
             "prediction": {
                 "sources": [submission_id(scored.source) for scored in result.selection.selected],
                 "answer": answer.text_without_markers,
             },
-            "timings": {**answer.timings, "total_s": time.perf_counter() - started},
+            "timings": {**result.timings.as_dict(), "total_s": time.perf_counter() - started},
             "generation_error": answer.generation_error,
         }
 

@@ -41,14 +41,25 @@ class BatchingEncoder:
                     break
             try:
                 vectors = self.encoder.encode_texts([text for texts, _ in batch for text in texts])
-            except BaseException as exc:  # every waiting caller gets the failure, none hangs
-                for _, result in batch:
-                    result.set_exception(exc)
+            except BaseException as exc:
+                if len(batch) == 1:
+                    batch[0][1].set_exception(exc)
+                else:
+                    # One poisoned request must not fail the others that shared its pass: each
+                    # is encoded alone, and only those that fail alone get a failure.
+                    for texts, result in batch:
+                        self._encode_alone(texts, result)
                 continue
             start = 0
             for texts, result in batch:
                 result.set_result(vectors[start : start + len(texts)])
                 start += len(texts)
+
+    def _encode_alone(self, texts: list[str], result: Future) -> None:
+        try:
+            result.set_result(self.encoder.encode_texts(texts))
+        except BaseException as exc:  # the caller gets the failure; the worker goes on
+            result.set_exception(exc)
 
 
 @lru_cache(maxsize=8)

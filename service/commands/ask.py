@@ -24,20 +24,15 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run_ask(args: argparse.Namespace) -> int:
     from service.components import build_pipeline
-    from service.pipeline import QAResult
     from service.schemas import AnswerResponse
 
     pipeline = build_pipeline(settings_from(args))
-    options = {"k": args.k, "modality": args.modality}
-    if args.stream and not args.json:
-        for part in pipeline.stream(args.question, **options):
-            if isinstance(part, QAResult):
-                result = part
-            else:
-                print(part, end="", flush=True)
-        print()
-    else:
-        result = pipeline.answer(args.question, **options)
+    with pipeline.run(args.question, k=args.k, modality=args.modality) as run:
+        if args.stream and not args.json:
+            for token in run:
+                print(token, end="", flush=True)
+            print()
+        result = run.wait()
     response = AnswerResponse.from_result(result)
     if args.json:
         print(json.dumps(response.model_dump(), indent=2, ensure_ascii=False))

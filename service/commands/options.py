@@ -21,8 +21,7 @@ def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fusion",
         choices=["auto", "raw", "rrf", "calibrated"],
-        default="auto",
-        help="auto: calibrated when the index has a calibration, else rrf",
+        help="auto (default): calibrated when the index has a calibration, else rrf",
     )
     parser.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when present)")
 

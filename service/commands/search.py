@@ -7,7 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from service.commands.options import add_retrieval_options
+from service.commands.options import add_retrieval_options, settings_from
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -22,13 +22,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    from indexes.collection import Collection
-    from retrieval.hybrid import HybridRetriever
+    from service.components import build_retriever
     from service.schemas import SearchHit
 
-    retriever = HybridRetriever(
-        Collection(args.index), args.retrievers, args.fusion, device=args.device
-    )
+    retriever = build_retriever(settings_from(args))
     candidates = retriever.search(args.question, args.k, args.modality)
     hits = [SearchHit.from_candidate(candidate) for candidate in candidates]
     if args.json:

@@ -8,6 +8,9 @@ from pathlib import Path
 
 from service.commands.options import add_pipeline_options, settings_from
 
+# On SIGTERM, requests in flight get this long to finish; then their connections are closed.
+GRACEFUL_SHUTDOWN_S = 5
+
 
 def register(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser("serve", help="start the HTTP service")
@@ -35,7 +38,11 @@ def run_serve(args: argparse.Namespace) -> int:
     pipeline = build_pipeline(settings)
     if settings.workers == 1:
         uvicorn.run(
-            create_app(settings, pipeline), host=settings.host, port=settings.port, log_level="info"
+            create_app(settings, pipeline),
+            host=settings.host,
+            port=settings.port,
+            log_level="info",
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         )
         return 0
     # Python holds the GIL for the request handling around the models, so one process uses
@@ -49,5 +56,6 @@ def run_serve(args: argparse.Namespace) -> int:
         host=settings.host,
         port=settings.port,
         log_level="info",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
     return 0

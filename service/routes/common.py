@@ -1,10 +1,26 @@
-"""What every route needs from the app state, and the checks they share."""
+"""What every route needs from the app state, the checks they share, and their error replies."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from fastapi import HTTPException, Request
 
 from service.config import Settings
+from service.schemas import AnswerRequest, ErrorOut, SearchRequest
+
+
+def error(description: str) -> dict[str, Any]:
+    return {"model": ErrorOut, "description": description}
+
+
+NOT_FOUND = {404: error("no such source, or it has no image")}
+# What a route that takes a body and admits it through a queue can answer besides 200.
+ERRORS = {
+    413: error("request body larger than the service's max_body_bytes"),
+    422: error("invalid request: the detail names the field and the problem"),
+    429: error("at capacity; retry after the Retry-After header's seconds"),
+}
 
 
 def settings_of(request: Request) -> Settings:
@@ -15,3 +31,23 @@ def check_question_length(request: Request, question: str) -> None:
     limit = settings_of(request).max_question_chars
     if len(question) > limit:
         raise HTTPException(422, f"question longer than {limit} characters")
+
+
+def check_k(request: Request, k: int | None) -> None:
+    """Bounded work per request: k candidates cost k records read and, for answers, scored."""
+    limit = settings_of(request).max_k
+    if k is not None and k > limit:
+        raise HTTPException(422, f"k must be at most {limit}")
+
+
+def check_search_request(request: Request, body: SearchRequest) -> None:
+    check_question_length(request, body.question)
+    check_k(request, body.k)
+
+
+def check_answer_request(request: Request, body: AnswerRequest) -> None:
+    check_question_length(request, body.question)
+    check_k(request, body.k)
+    limit = settings_of(request).max_sources_limit
+    if body.max_sources is not None and body.max_sources > limit:
+        raise HTTPException(422, f"max_sources must be at most {limit}")

@@ -39,7 +39,7 @@ async def readyz(request: Request):
     scorer = pipeline.selector.scorer
     body = Readiness(
         ready=reachable,
-        index=str(pipeline.retriever.collection.root),
+        index=pipeline.retriever.collection.root.name,
         sources=len(pipeline.retriever.collection.store),
         retrievers=pipeline.retriever.retrievers,
         fusion=pipeline.retriever.fusion,

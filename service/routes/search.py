@@ -8,17 +8,15 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 
 from indexes.errors import InputError
-from service.routes.common import check_question_length, settings_of
+from service.routes.common import ERRORS, check_search_request
 from service.schemas import SearchHit, SearchRequest, SearchResponse
 
 router = APIRouter()
 
 
-@router.post("/v1/search", response_model=SearchResponse)
+@router.post("/v1/search", response_model=SearchResponse, responses=ERRORS)
 async def search(body: SearchRequest, request: Request) -> SearchResponse:
-    check_question_length(request, body.question)
-    if body.k > settings_of(request).max_k:
-        raise HTTPException(422, f"k must be at most {settings_of(request).max_k}")
+    check_search_request(request, body)
     retriever = request.app.state.pipeline.retriever
     async with request.app.state.search_queue.slot():
         started = time.perf_counter()

@@ -1,0 +1,105 @@
+"""QAPipeline.run: one call per question, tokens then the result, one deadline, cancellation."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from generation.writer import AnswerWriter
+from service.components import build_pipeline
+from service.config import Settings
+from service.pipeline import QAPipeline
+from tests.conftest import running_llama_server
+
+QUESTION = "What color is the door of the Harbor Inn?"
+
+
+@pytest.fixture(scope="module")
+def pipeline(hybrid_index: Path):
+    return build_pipeline(Settings(index=hybrid_index))
+
+
+def test_a_run_yields_tokens_then_holds_the_result(pipeline):
+    with pipeline.run(QUESTION) as run:
+        tokens = list(run)
+    assert tokens and run.result is not None
+    answer = run.result.answer
+    assert answer.generation_error is None and answer.citations
+    assert "".join(tokens).strip()
+    timings = run.result.timings
+    assert 0 < timings.first_token_s <= timings.generate_s
+    assert timings.retrieve_s > 0 and timings.rerank_s >= 0
+
+
+def test_restricted_candidates_are_the_only_sources(pipeline, sample_questions):
+    question = next(q for q in sample_questions if q.qcate == "color")
+    own = [source.id for source in (*question.pos_sources, *question.neg_sources)]
+    result = pipeline.answer(question.question, candidates=own)
+    assert {scored.source.id for scored in result.selection.considered} <= set(own)
+    assert result.answer.citations
+
+
+class PausingEngine:
+    """The real engine, paused after its first token until the test lets it go on, so that
+    `close()` lands mid-answer on any machine, however fast the model writes."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+        self.info = engine.info
+        self.go_on = threading.Event()
+
+    def stream(self, messages, **options):
+        for n, delta in enumerate(self.engine.stream(messages, **options)):
+            if n == 1:
+                self.go_on.wait(30)
+            yield delta
+
+
+def test_closing_a_run_mid_answer_frees_the_engine_for_the_next(pipeline):
+    pausing = PausingEngine(pipeline.writer.engine)
+    paused = QAPipeline(pipeline.retriever, pipeline.selector, AnswerWriter(pausing))
+    run = paused.run(QUESTION)
+    assert next(iter(run))
+    run.close()  # as the service does when a client goes away
+    pausing.go_on.set()
+    result = run.wait()
+    assert result.answer.generation_error == "the request was cancelled"
+    assert result.answer.sources  # the sources still come back
+    started = time.perf_counter()
+    assert pipeline.answer(QUESTION).answer.generation_error is None
+    assert time.perf_counter() - started < 10
+
+
+def test_bad_input_reaches_the_caller_as_the_error_it_is(pipeline):
+    from indexes.errors import InputError
+
+    with pytest.raises(InputError, match="question is empty"):
+        pipeline.answer("   ")
+    with pytest.raises(InputError, match="not in"):
+        pipeline.answer(QUESTION, candidates=["no-such-source"])
+
+
+def test_an_engine_that_hangs_before_its_first_token_meets_the_deadline(
+    hybrid_index: Path, smollm2_gguf: Path, tmp_path: Path
+):
+    """A real llama.cpp server frozen with SIGSTOP: it accepts the connection and never
+    answers, as a wedged GPU server does. The engine's own HTTP timeout is a minute."""
+    with running_llama_server(smollm2_gguf, tmp_path / "server.log") as (server, base_url):
+        settings = Settings(
+            index=hybrid_index, engine="openai", model="smollm2", engine_url=base_url
+        )
+        frozen = build_pipeline(settings)
+        server.send_signal(signal.SIGSTOP)
+        try:
+            started = time.perf_counter()
+            result = frozen.answer(QUESTION, timeout_s=1.0)
+            elapsed = time.perf_counter() - started
+        finally:
+            server.send_signal(signal.SIGCONT)
+    assert result.answer.generation_error == "generation timed out after 1 s"
+    assert result.answer.sources and result.answer.text == ""
+    assert elapsed < 4, elapsed

@@ -1,0 +1,93 @@
+"""Clients and inputs that misbehave, against a real `mmrag serve` process on loopback.
+
+Each test checks that the service keeps answering its other clients afterwards, not only that
+the misbehaving request got its status code.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import MMRAG, free_port, running_process
+
+QUESTION = "What color is the door of the Harbor Inn?"
+
+
+@pytest.fixture(scope="module")
+def server(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    """One `mmrag serve` with a small answer queue; yields (base URL, process, log path)."""
+    log = tmp_path_factory.mktemp("faults") / "serve.log"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [*MMRAG, "serve", "--index", str(hybrid_index), "--port", str(port)]
+    with running_process(command, f"{base}/healthz", log) as process:
+        yield base, process, log
+
+
+def first_event_then_vanish(base: str) -> str:
+    """A streaming client that reads one server-sent event and then drops the connection."""
+    body = {"question": QUESTION, "stream": True}
+    with httpx.stream("POST", f"{base}/v1/answer", json=body, timeout=30) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                return line
+    return ""
+
+
+def test_streams_abandoned_after_the_first_event_leave_the_service_answering(server):
+    base, _, log = server
+    with ThreadPoolExecutor(2) as pool:
+        firsts = list(pool.map(first_event_then_vanish, [base, base]))
+    assert firsts == ["event: token", "event: token"]
+    started = time.monotonic()
+    response = httpx.post(f"{base}/v1/answer", json={"question": QUESTION}, timeout=30)
+    assert response.status_code == 200, log.read_text()[-2000:]
+    body = response.json()
+    assert body["generation_error"] is None and body["answer"]
+    assert time.monotonic() - started < 10
+    # And a stream read to its end still works after them.
+    with httpx.stream(
+        "POST", f"{base}/v1/answer", json={"question": QUESTION, "stream": True}, timeout=30
+    ) as stream:
+        kinds = [line for line in stream.iter_lines() if line.startswith("event:")]
+    assert kinds[-1] == "event: answer"
+
+
+def test_poisoned_requests_fail_alone_among_concurrent_good_ones(server):
+    """Query encodes of concurrent searches share forward passes; a question no tokenizer can
+    take (a lone surrogate) gets its 422 without failing the good questions beside it."""
+    base, _, log = server
+    poisoned = b'{"question": "door \\ud800 inn", "k": 3}'
+    good = b'{"question": "What color is the door of the Harbor Inn?", "k": 3}'
+    bodies = [poisoned if n % 6 == 0 else good for n in range(36)]
+    headers = {"content-type": "application/json"}
+    with httpx.Client(base_url=base, timeout=60) as client, ThreadPoolExecutor(12) as pool:
+        responses = list(
+            pool.map(lambda body: client.post("/v1/search", content=body, headers=headers), bodies)
+        )
+    codes = [response.status_code for response in responses]
+    assert codes == [422 if body is poisoned else 200 for body in bodies], log.read_text()[-2000:]
+    assert all(r.json()["hits"] for r in responses if r.status_code == 200)
+
+
+def test_sigterm_stops_the_server_within_seconds_after_abandoned_streams(
+    hybrid_index: Path, tmp_path: Path
+):
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [*MMRAG, "serve", "--index", str(hybrid_index), "--port", str(port)]
+    with running_process(command, f"{base}/healthz", tmp_path / "serve.log") as process:
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(first_event_then_vanish, [base, base]))
+        process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        process.wait(timeout=15)
+        assert time.monotonic() - started < 8
