@@ -46,13 +46,20 @@ def _encode_images(
     progress: Progress,
     batch_size: int,
     workers: int,
+    unreadable: set[str],
 ) -> np.ndarray:
+    """Images that do not decode are encoded blank; their references go into `unreadable`."""
     refs = [store.get(int(row)).image_ref or "" for row in rows]
     batches = prefetch_batches(
         images, refs, clip.preprocess, batch_size=batch_size, workers=workers
     )
     count = -(-len(refs) // batch_size)
-    parts = [clip.encode_pixels(pixels) for pixels, _ in progress(batches, "clip images", count)]
+    parts, decoded = [], []
+    for pixels, ok in progress(batches, "clip images", count):
+        parts.append(clip.encode_pixels(pixels))
+        decoded.append(ok)
+    if decoded:
+        unreadable.update(np.asarray(refs)[~np.concatenate(decoded)])
     return np.concatenate(parts) if parts else np.empty((0, clip.info.dim), np.float32)
 
 
@@ -67,8 +74,12 @@ def build_dense(
     progress: Progress = lambda items, label, total: items,
     image_batch: int = 64,
     workers: int = 4,
+    unreadable: set[str] | None = None,
 ) -> dict[str, Any]:
-    """Write every dense component under root/dense; return their manifest entries."""
+    """Write every dense component under root/dense; return their manifest entries.
+
+    References of images CLIP could not decode are added to `unreadable`, when given.
+    """
     plans: list[tuple[str, Any, Modality]] = []
     if text_embedder is not None:
         plans += [("text", text_embedder, "image"), ("text", text_embedder, "text")]
@@ -78,12 +89,15 @@ def build_dense(
                 "CLIP image vectors need the images: pass --images (or use --no-clip)"
             )
         plans.append(("clip", clip, "image"))
+    unreadable = set() if unreadable is None else unreadable
     components: dict[str, Any] = {}
     for kind, encoder, modality in plans:
         rows = store.rows_by_modality[modality]
         name = component_name(kind, modality)
         if kind == "clip":
-            vectors = _encode_images(encoder, store, rows, images, progress, image_batch, workers)
+            vectors = _encode_images(
+                encoder, store, rows, images, progress, image_batch, workers, unreadable
+            )
         else:
             vectors = _encode_texts(encoder, store, rows, progress, f"{name} vectors")
         index = DenseIndex.build(vectors, rows, encoder.info, factory)

@@ -15,8 +15,7 @@ import numpy as np
 
 from indexes.atomic import atomic_write_text
 from indexes.errors import InputError
-
-CALIBRATION_FILE = "calibration.json"
+from indexes.manifest import CALIBRATION_FILE
 
 
 def fit_logistic(
@@ -62,6 +61,7 @@ class Calibration:
         return 1 / (1 + np.exp(-(a * np.asarray(scores, dtype=np.float64) + b)))
 
     def save(self, index_root: Path) -> Path:
+        """Write the calibration file; `record_calibration` then lists it in the manifest."""
         path = index_root / CALIBRATION_FILE
         body = {
             "curves": self.curves,

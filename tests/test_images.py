@@ -1,18 +1,30 @@
-"""imgs.tsv random access through imgs.lineidx, and tolerance of truncated JPEGs."""
+"""imgs.tsv random access through imgs.lineidx, tolerance of truncated JPEGs, and corrupt rows
+found at build (counted) and when served (404/422, never 500)."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from indexes.collection import Collection, build_index
+from indexes.encoders.base import EncoderInfo, l2_normalise
 from indexes.errors import InputError
 from indexes.images import (
+    CorruptImage,
     DirectoryImageStore,
     ImageNotFound,
     WebQAImageStore,
     decode_image,
     image_media_type,
 )
-from tests.conftest import jpeg_bytes, write_imgs_tsv
+from service.routes import sources
+from tests.conftest import image_fact, jpeg_bytes, write_imgs_tsv
 
 
 def test_lineidx_seeks_each_image_regardless_of_file_order(tmp_path):
@@ -61,3 +73,95 @@ def test_directory_store_refuses_paths_outside_its_root(tmp_path):
     assert store.read_bytes("a.jpg") == b"x"
     with pytest.raises(ImageNotFound):
         store.read_bytes("../secret.txt")
+
+
+GOOD, BAD_BASE64_HEAD, NOT_AN_IMAGE, WRONG_KEY, BAD_BASE64_DEEP, JUNK_AFTER_SIGNATURE = range(
+    30000000, 30000006
+)
+
+
+def corrupt_imgs_tsv(folder: Path) -> Path:
+    """One good image and each way a row can be broken, offsets kept valid (same lengths)."""
+    junk = b"\xff\xd8" + bytes(range(256)) * 4
+    images = {image_id: jpeg_bytes("red", size=(64, 48)) for image_id in range(GOOD, GOOD + 6)}
+    images[NOT_AN_IMAGE] = b"<html>not an image</html>"
+    images[JUNK_AFTER_SIGNATURE] = junk
+    tsv = write_imgs_tsv(folder, images)
+    lines = tsv.read_bytes().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        key, _, payload = line.partition(b"\t")
+        if key == str(BAD_BASE64_HEAD).encode():
+            payload = b"!!!!" + payload[4:]
+        elif key == str(BAD_BASE64_DEEP).encode():
+            payload = payload[:400] + b"!!!!" + payload[404:]
+        elif key == str(WRONG_KEY).encode():
+            key = b"30000009"
+        lines[i] = key + b"\t" + payload
+    tsv.write_bytes(b"".join(lines))
+    return tsv
+
+
+def test_probe_finds_broken_rows_cheaply_and_passes_truncated_images(tmp_path):
+    store = WebQAImageStore(corrupt_imgs_tsv(tmp_path))
+    store.probe(str(GOOD))
+    for image_id in (BAD_BASE64_HEAD, NOT_AN_IMAGE):
+        with pytest.raises(CorruptImage, match=f"image {image_id}"):
+            store.probe(str(image_id))
+    with pytest.raises(ImageNotFound):
+        store.probe(str(WRONG_KEY))
+    store.probe(str(BAD_BASE64_DEEP))  # only the head is read: found when the bytes are used
+    with pytest.raises(CorruptImage, match="corrupt base64"):
+        store.read_bytes(str(BAD_BASE64_DEEP))
+    whole = jpeg_bytes("red", size=(128, 96))
+    truncated = WebQAImageStore(write_imgs_tsv(tmp_path, {GOOD: whole[: len(whole) // 2]}))
+    truncated.probe(str(GOOD))
+
+
+class StubClip:
+    """Pixels in, constant vectors out: what is under test is which images decoded."""
+
+    info = EncoderInfo(kind="clip", name="stub", backend="test", dim=4)
+
+    def preprocess(self, images: list) -> np.ndarray:
+        return np.zeros((len(images), 3, 4, 4), np.float32)
+
+    def encode_pixels(self, pixels: np.ndarray) -> np.ndarray:
+        return l2_normalise(np.ones((len(pixels), 4)))
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        return l2_normalise(np.ones((len(texts), 4)))
+
+
+def corrupt_corpus(folder: Path) -> Path:
+    facts = [image_fact(i, f"photo {i}", f"a photo numbered {i}") for i in range(GOOD, GOOD + 6)]
+    record = {"Q": "q", "A": ["a"], "img_posFacts": facts, "txt_posFacts": []}
+    path = folder / "WebQA_corrupt.json"
+    path.write_text(json.dumps({"q1": record}))
+    return path
+
+
+def test_build_counts_unreadable_images_instead_of_failing(tmp_path):
+    corpus, tsv = corrupt_corpus(tmp_path), corrupt_imgs_tsv(tmp_path)
+    report = build_index([corpus], tmp_path / "idx", images=tsv)
+    assert report.unreadable_images == 3  # bad base64 head, not an image, wrong key
+    assert "; 3 images unreadable)" in report.summary()
+    assert Collection(tmp_path / "idx").manifest["images"]["unreadable"] == 3
+    with_clip = build_index([corpus], tmp_path / "clip", images=tsv, clip=StubClip())
+    assert with_clip.unreadable_images == 5  # CLIP decodes every image and finds two more
+
+
+def test_image_route_answers_404_or_422_never_500(tmp_path):
+    build_index([corrupt_corpus(tmp_path)], tmp_path / "idx", images=corrupt_imgs_tsv(tmp_path))
+    app = FastAPI()
+    app.include_router(sources.router)
+    retriever = SimpleNamespace(collection=Collection(tmp_path / "idx"))
+    app.state.pipeline = SimpleNamespace(retriever=retriever)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        good = client.get(f"/v1/sources/{GOOD}/image")
+        assert (good.status_code, good.headers["content-type"]) == (200, "image/jpeg")
+        assert client.get(f"/v1/sources/{WRONG_KEY}/image").status_code == 404
+        assert client.get("/v1/sources/nope/image").status_code == 404
+        for image_id in (BAD_BASE64_HEAD, BAD_BASE64_DEEP, NOT_AN_IMAGE):
+            reply = client.get(f"/v1/sources/{image_id}/image")
+            assert reply.status_code == 422, reply.text
+            assert f"the image of source '{image_id}' is corrupt" in reply.json()["detail"]

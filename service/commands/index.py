@@ -21,7 +21,17 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="WebQA_*.json or .jsonl file (repeat for several)",
     )
     build.add_argument("--images", type=Path, help="WebQA imgs.tsv (imgs.lineidx beside it)")
-    build.add_argument("--out", type=Path, required=True, help="index directory to write")
+    build.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="index directory to write; an existing index there is replaced atomically",
+    )
+    build.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out even if it is not an mmrag index (a file, or a folder of files)",
+    )
     build.add_argument("--k1", type=float, default=1.5)
     build.add_argument("--b", type=float, default=0.75)
     build.add_argument(
@@ -60,7 +70,11 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     stats = actions.add_parser("stats", help="describe an index")
     stats.add_argument("--index", type=Path, required=True)
-    stats.add_argument("--verify", action="store_true", help="check every file's SHA-256")
+    stats.add_argument(
+        "--verify",
+        action="store_true",
+        help="kept for scripts: every load now checks every file's checksum",
+    )
     stats.set_defaults(run=run_stats)
 
 
@@ -74,7 +88,7 @@ def run_build(args: argparse.Namespace) -> int:
 
     if args.clip and args.no_clip:
         raise InputError("--clip and --no-clip contradict each other")
-    check_build_inputs(args.corpus, args.out, args.images)
+    check_build_inputs(args.corpus, args.out, args.images, force=args.force)
     bar = {"file": sys.stderr, "disable": True if args.quiet else None}
 
     def progress(sources):
@@ -97,6 +111,7 @@ def run_build(args: argparse.Namespace) -> int:
         dense_factory=args.dense_index,
         progress=progress,
         encode_progress=encode_progress,
+        force=args.force,
     )
     print(report.summary())
     return 0
@@ -106,7 +121,7 @@ def run_stats(args: argparse.Namespace) -> int:
     from indexes.collection import Collection
     from service.routes.health import CAPTIONS_ONLY
 
-    collection = Collection(args.index, verify=args.verify)
+    collection = Collection(args.index)
     manifest = collection.manifest
     stats = {
         "index": str(args.index),
@@ -125,7 +140,7 @@ def run_stats(args: argparse.Namespace) -> int:
             for component in manifest["components"].values()
             for f in component["files"].values()
         ),
-        "verified": args.verify,
+        "verified": True,
     }
     print(json.dumps(stats, indent=2))
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from service.commands.options import add_retrieval_options
@@ -41,8 +42,12 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_calibrate(args: argparse.Namespace) -> int:
     from indexes.collection import Collection
     from indexes.corpus.webqa import iter_questions
+    from indexes.manifest import discard_unverified_calibration, record_calibration
     from retrieval.hybrid import HybridRetriever, fit_calibration
 
+    discarded = discard_unverified_calibration(args.index)
+    if discarded:
+        print(f"mmrag: discarded the old calibration: {discarded}", file=sys.stderr)
     retriever = HybridRetriever(Collection(args.index), args.retrievers, "rrf", device=args.device)
     questions = (
         (question.question, question.gold_source_ids)
@@ -54,6 +59,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         retriever, questions, depth=args.depth, max_sources=args.max_sources
     )
     path = calibration.save(args.index)
+    record_calibration(args.index)
     curves = ", ".join(
         f"{key} a={a:.3g} b={b:.3g}" for key, (a, b) in sorted(calibration.curves.items())
     )
