@@ -29,6 +29,9 @@ from indexes.errors import InputError
 ImageFile.LOAD_TRUNCATED_IMAGES = True
 
 WEBQA_ID_MODULUS = 10_000_000
+# 40 MP: a 50 MP camera's full frame is more than most answers need, and 40M RGB pixels are
+# 120 MB decoded; well below Pillow's bomb limit (89M, an error only above twice that).
+MAX_IMAGE_PIXELS = 40_000_000
 # Enough of a row for its key (at most 20 digits), the tab and 64 base64 characters.
 PROBE_BYTES = 96
 SIGNATURES = {
@@ -55,13 +58,28 @@ class ImageStore(Protocol):
     def probe(self, image_ref: str) -> None: ...
 
 
-def decode_image(data: bytes) -> Image.Image:
-    """Decode to RGB; truncated files decode as far as their bytes go."""
+def decode_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> Image.Image:
+    """Decode to RGB; truncated files decode as far as their bytes go.
+
+    The pixel count is read from the header and bounded before anything is decoded: a 20 KB
+    PNG can declare 13000 x 13000 pixels, 500 MB once decoded, and still pass Pillow's own
+    bomb check (which only errs above twice its 89M-pixel limit).
+    """
     try:
         with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            if width * height > max_pixels:
+                raise CorruptImage(
+                    f"image of {width}x{height} pixels is larger than the {max_pixels:,} "
+                    "pixels allowed"
+                )
             return image.convert("RGB")
-    except (OSError, Image.DecompressionBombError) as exc:
-        raise CorruptImage(f"undecodable image ({exc})") from None
+    except Image.DecompressionBombError as exc:
+        raise CorruptImage(f"image too large to decode ({exc})") from None
+    except OSError:  # UnidentifiedImageError included; its text holds a BytesIO repr
+        raise CorruptImage(
+            "undecodable image: not a JPEG, PNG, GIF, BMP, TIFF or WebP file, or broken"
+        ) from None
 
 
 def image_media_type(data: bytes) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_api_route("/", lambda: FileResponse(STATIC / "index.html"), include_in_schema=False)
     add_docs(app)
+    document_limits(app, settings)
     # The last middleware added is the outermost: CORS headers go on every reply, the 413s of
     # the body limit included, and the metrics count those too.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
@@ -83,6 +85,32 @@ async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
         f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
     )
     return JSONResponse({"detail": problems or "invalid request"}, status_code=422)
+
+
+def document_limits(app: FastAPI, settings: Settings) -> None:
+    """Publish this service's own limits in its schema, so a client (or a fuzzer) that keeps
+    to the schema is never refused: they are settings, so the static models cannot say them."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            limits = {
+                "question": ("maxLength", settings.max_question_chars),
+                "k": ("maximum", settings.max_k),
+                "max_sources": ("maximum", settings.max_sources_limit),
+            }
+            for model in schema["components"]["schemas"].values():
+                for name, field in model.get("properties", {}).items():
+                    if name in limits:
+                        key, value = limits[name]
+                        for variant in field.get("anyOf", [field]):
+                            if variant.get("type") in ("string", "integer"):
+                                variant[key] = value
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def add_docs(app: FastAPI) -> None:

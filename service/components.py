@@ -57,7 +57,10 @@ def image_bytes(retriever: HybridRetriever):
     def read(source) -> bytes | None:
         if images is None or source.modality != "image" or not source.image_ref:
             return None
-        return images.read_bytes(source.image_ref)
+        try:
+            return images.read_bytes(source.image_ref)
+        except InputError:  # missing or corrupt bytes: the source is described by its caption
+            return None
 
     return read
 

@@ -11,6 +11,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from indexes.errors import InputError
+from indexes.images import MAX_IMAGE_PIXELS
 
 
 class Settings(BaseSettings):
@@ -60,6 +61,9 @@ class Settings(BaseSettings):
     search_concurrency: int = Field(8, ge=1, description="searches run at once")
     search_queue: int = Field(64, ge=0, description="searches waiting beyond those; then 429")
     max_body_bytes: int = Field(8_000_000, ge=1024, description="larger request bodies get 413")
+    max_image_pixels: int = Field(
+        MAX_IMAGE_PIXELS, ge=1, description="uploaded images with more pixels get 422"
+    )
     workers: int = Field(
         1, ge=1, description="server processes; each loads the models and has its own queues"
     )

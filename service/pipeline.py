@@ -88,11 +88,13 @@ class QARun:
     def __enter__(self) -> QARun:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        """Close, and give the worker a moment to stop: a process that exits (Ctrl-C) while
-        llama.cpp runs in a daemon thread is aborted by the C++ runtime."""
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        """Close; when leaving on an exception (Ctrl-C, say), also give the worker a moment to
+        stop, since a process that exits while llama.cpp runs in a daemon thread is aborted by
+        the C++ runtime. A run that returned its result, a timeout included, never waits."""
         self.close()
-        self._worker.join(WORKER_STOP_S)
+        if exc_type is not None:
+            self._worker.join(WORKER_STOP_S)
 
     def close(self) -> None:
         """Stop at the next token; never blocks, so an event loop may call it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BaseModel, Field
@@ -25,11 +26,17 @@ def valid_text(text: str) -> str:
     return text
 
 
+# Whitespace as Python's str.isspace and JavaScript's \\s count it together, spelled out so
+# that the published pattern means the same to every client's regex engine.
+_BLANK = r"\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+NOT_BLANK = f"[^{_BLANK}]"
+_NOT_BLANK = re.compile(NOT_BLANK)
+
+
 def _not_blank(question: str) -> str:
-    question = valid_text(question).strip()
-    if not question:
+    if not _NOT_BLANK.search(valid_text(question)):
         raise ValueError("question must not be empty")
-    return question
+    return question.strip()
 
 
 Question = Annotated[
@@ -38,7 +45,7 @@ Question = Annotated[
     Field(
         min_length=1,
         description="natural-language question (not blank)",
-        json_schema_extra={"pattern": r"\S"},
+        json_schema_extra={"pattern": NOT_BLANK},
     ),
 ]
 

@@ -95,3 +95,21 @@ def test_bad_input_is_one_line_no_traceback(tiny_webqa, tmp_path, args, fragment
     }
     result = run_mmrag(*(arg.format(**names) for arg in args), cwd=tmp_path)
     assert_one_line_error(result, *fragments)
+
+
+@pytest.mark.parametrize("command", [["search", "q"], ["ask", "q"], ["serve"]])
+def test_flags_left_out_never_override_the_environment_or_the_config_file(
+    command, tmp_path: Path, monkeypatch
+):
+    """Flags over MMRAG_* over the TOML file: an argparse default would override both."""
+    from service.cli import build_parser
+    from service.commands.options import settings_from
+
+    config = tmp_path / "mmrag.toml"
+    config.write_text('fusion = "calibrated"\nmax_sources = 3\n')
+    monkeypatch.setenv("MMRAG_FUSION", "rrf")
+    args = build_parser().parse_args([*command, "--index", "x", "--config", str(config)])
+    settings = settings_from(args)
+    assert (settings.fusion, settings.max_sources) == ("rrf", 3)
+    given = build_parser().parse_args([*command, "--index", "x", "--fusion", "raw"])
+    assert settings_from(given).fusion == "raw"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import httpx
@@ -320,3 +321,54 @@ def test_openapi_documents_every_status_and_the_error_shape(pipeline):
     assert error["properties"]["detail"]["type"] == "string"
     question = schema["components"]["schemas"]["AnswerRequest"]["properties"]["question"]
     assert question["minLength"] == 1
+
+
+def png_bomb() -> bytes:
+    """A 13000 x 13000 PNG of about 20 KB: 169M pixels once decoded."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("1", (13000, 13000)).save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
+
+
+def test_uploads_that_decode_huge_or_not_at_all_get_422_without_decoding(pipeline):
+    bomb = png_bomb()
+    assert len(bomb) < 64_000
+    form = {"question": "What is in the picture?"}
+    with client_for(pipeline) as client:
+        started = time.perf_counter()
+        response = client.post("/v1/rationale", data=form, files={"image": ("b.png", bomb)})
+        assert response.status_code == 422
+        assert "13000x13000 pixels is larger than the 40,000,000" in response.json()["detail"]
+        assert time.perf_counter() - started < 2  # the header is read, the pixels never are
+        junk = client.post("/v1/rationale", data=form, files={"image": ("x.jpg", b"GIF89a junk")})
+        assert junk.status_code == 422
+        assert "undecodable image" in junk.text and "object at 0x" not in junk.text
+
+
+def test_uploads_wait_for_admission_before_they_are_read(pipeline):
+    """A full queue refuses an upload with 429 before spending anything on its pixels."""
+    app = create_app(
+        Settings(index=pipeline.retriever.collection.root, answer_concurrency=1, answer_queue=0),
+        pipeline,
+    )
+
+    async def while_full() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            app.state.pipeline = pipeline
+            ticket = await app.state.answer_queue.acquire()  # someone else's answer
+            try:
+                return await client.post(
+                    "/v1/rationale",
+                    data={"question": "What is it?"},
+                    files={"image": ("b.png", png_bomb())},
+                )
+            finally:
+                ticket.release()
+
+    response = asyncio.run(while_full())
+    assert response.status_code == 429 and response.headers["retry-after"] == "1"

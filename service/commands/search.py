@@ -7,7 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from service.commands.options import add_retrieval_options, settings_from
+from service.commands.options import add_config_option, add_retrieval_options, settings_from
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -16,6 +16,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     search.add_argument("--index", type=Path, required=True)
     search.add_argument("--k", type=int, default=10, help="number of hits (default 10)")
     search.add_argument("--modality", choices=["all", "image", "text"], default="all")
+    add_config_option(search)
     add_retrieval_options(search)
     search.add_argument("--json", action="store_true", help="print a JSON list of hits")
     search.set_defaults(run=run_search)

@@ -9,14 +9,14 @@ from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 
 from indexes.errors import InputError
-from indexes.images import decode_image
-from service.routes.common import check_question_length
+from indexes.images import ImageNotFound, decode_image
+from service.routes.common import ERRORS, NOT_FOUND, check_question_length, settings_of
 from service.schemas import RationaleResponse
 
 router = APIRouter()
 
 
-@router.post("/v1/rationale", response_model=RationaleResponse, responses={429: {}, 413: {}})
+@router.post("/v1/rationale", response_model=RationaleResponse, responses={**ERRORS, **NOT_FOUND})
 async def rationale(
     request: Request,
     question: Annotated[str, Form(min_length=1)],
@@ -30,20 +30,25 @@ async def rationale(
     if (image is None) == (source_id is None):
         raise HTTPException(422, "send exactly one of an image file or an image source_id")
     state = request.app.state
-    if image is not None:
-        data = await image.read()
-    else:
-        collection = state.pipeline.retriever.collection
+    collection = state.pipeline.retriever.collection
+    if source_id is not None:
         found = collection.store.find(source_id)
         if found is None or found.modality != "image" or collection.images is None:
             raise HTTPException(404, f"no image source with id {source_id!r}")
-        data = await run_in_threadpool(collection.images.read_bytes, found.image_ref)
         caption = caption or found.text
-    try:
-        decode_image(data)
-    except InputError as exc:
-        raise HTTPException(422, str(exc)) from None
+    # Admitted first: reading and decoding an image costs memory and CPU, and happens in the
+    # thread pool, never on the event loop that answers every other client.
     async with state.answer_queue.slot():
+        try:
+            if image is not None:
+                data = await image.read()
+            else:
+                data = await run_in_threadpool(collection.images.read_bytes, found.image_ref)
+            await run_in_threadpool(decode_image, data, settings_of(request).max_image_pixels)
+        except ImageNotFound:
+            raise HTTPException(404, f"the image of source {source_id!r} is missing") from None
+        except InputError as exc:
+            raise HTTPException(422, str(exc)) from None
         writer = state.rationale_writers.get(choose)
         if writer is None:
             writer = await run_in_threadpool(writer_for, state, choose)
