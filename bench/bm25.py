@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import latency_percentiles, write_report
 from bench.synthetic import queries, write_corpus
-from indexes.bm25 import BM25Index, BM25Params, top_k
-from indexes.collection import Collection, build_index
-from retrieval.hybrid import HybridRetriever
+from mmrag.indexes.bm25 import BM25Index, BM25Params, top_k
+from mmrag.indexes.collection import Collection, build_index
+from mmrag.retrieval.hybrid import HybridRetriever
 
 PARAMS = BM25Params(method="robertson")
 

@@ -32,12 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import latency_percentiles, write_report
 from bench.synthetic import vocabulary, zipf_sampler
-from indexes.dense import DenseIndex, DenseParams, TorchExactSearch, exact_top10
-from indexes.encoders.base import EncoderInfo
-from indexes.encoders.clip import load_clip
-from indexes.encoders.loading import text_encoder
-from indexes.encoders.prefetch import prefetch_batches
-from indexes.images import WebQAImageStore
+from mmrag.indexes.dense import DenseIndex, DenseParams, TorchExactSearch, exact_top10
+from mmrag.indexes.encoders.base import EncoderInfo
+from mmrag.indexes.encoders.clip import load_clip
+from mmrag.indexes.encoders.loading import text_encoder
+from mmrag.indexes.encoders.prefetch import prefetch_batches
+from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
+from mmrag.indexes.images import WebQAImageStore
 from tests.tiny_models import tiny_clip
 
 DIM = 512
@@ -53,7 +54,7 @@ def texts_of_length(n: int, length: int, seed: int) -> list[str]:
 
 
 def encode_texts(n: int) -> dict:
-    encoder = text_encoder("sentence-transformers/all-MiniLM-L6-v2", "cpu")
+    encoder = text_encoder(DEFAULT_TEXT_EMBEDDER, "cpu")
     results = {}
     for label, length in (("captions", 16), ("snippets", 48)):
         texts = texts_of_length(n, length, seed=length)

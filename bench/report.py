@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indexes.atomic import atomic_write_text
+from mmrag.indexes.atomic import atomic_write_text
 
 
 def write_report(results: dict, out: Path | None) -> None:

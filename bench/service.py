@@ -25,10 +25,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.report import latency_percentiles, write_report  # noqa: E402
-from indexes.corpus.webqa import iter_questions  # noqa: E402
+from mmrag.indexes.corpus.webqa import iter_questions  # noqa: E402
 
 SAMPLE = REPO / "data" / "sample"
-MMRAG = [sys.executable, "-m", "service.cli"]
+MMRAG = [sys.executable, "-m", "mmrag.service.cli"]
 
 
 def ensure_index(folder: Path) -> Path:

@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import write_report
 from bench.synthetic import write_corpus
-from indexes.collection import Collection, build_index
-from indexes.encoders.base import EncoderInfo, l2_normalise
-from indexes.manifest import check_index_files
+from mmrag.indexes.collection import Collection, build_index
+from mmrag.indexes.encoders.base import EncoderInfo, l2_normalise
+from mmrag.indexes.manifest import check_index_files
 
 BUFFER_BYTES = 256 << 20
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evaluation.runs import cli as runs
+from mmrag.evaluation.runs import cli as runs
 
 BENCHMARKS = ("webqa", "aokvqa", "stvqa", "toloka", "vlqa")
 
@@ -55,7 +55,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _inputs(args: argparse.Namespace) -> None:
-    from evaluation.errors import EvaluationError
+    from mmrag.evaluation.errors import EvaluationError
 
     if args.baseline_tsv is not None:
         if args.bench != "webqa":
@@ -70,8 +70,8 @@ def _inputs(args: argparse.Namespace) -> None:
 
 
 def _score_webqa(args: argparse.Namespace) -> Any:
-    from evaluation.loaders import webqa as loader
-    from evaluation.scoring import webqa
+    from mmrag.evaluation.loaders import webqa as loader
+    from mmrag.evaluation.scoring import webqa
 
     if args.baseline_tsv is not None:
         questions, predictions = loader.load_baseline_tsv(args.baseline_tsv)
@@ -82,7 +82,7 @@ def _score_webqa(args: argparse.Namespace) -> Any:
         pred_label = str(args.pred)
     fl = None
     if not args.no_fl:
-        from evaluation.metrics.fluency import BartLogLikelihood
+        from mmrag.evaluation.metrics.fluency import BartLogLikelihood
 
         fl = BartLogLikelihood(args.fl_model, batch_size=args.fl_batch_size)
     return webqa.score(questions, predictions, fl=fl, pred_label=pred_label)
@@ -91,8 +91,8 @@ def _score_webqa(args: argparse.Namespace) -> Any:
 def _score_other(args: argparse.Namespace) -> Any:
     import importlib
 
-    loader = importlib.import_module(f"evaluation.loaders.{args.bench}")
-    scoring = importlib.import_module(f"evaluation.scoring.{args.bench}")
+    loader = importlib.import_module(f"mmrag.evaluation.loaders.{args.bench}")
+    scoring = importlib.import_module(f"mmrag.evaluation.scoring.{args.bench}")
     gold = loader.load_gold(args.gold)
     predictions = loader.load_predictions(args.pred)
     if args.bench == "toloka":

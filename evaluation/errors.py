@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from indexes.errors import InputError
+from mmrag.indexes.errors import InputError
 
 
 class EvaluationError(InputError):

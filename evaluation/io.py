@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import DatasetError
+from mmrag.evaluation.errors import DatasetError
 
 
 def read_text(path: str | Path) -> str:

@@ -5,12 +5,12 @@ interface; `AnswerWriter` writes the cited one-sentence answer, `LMJudge` scores
 the reranker, `RationaleWriter` answers A-OKVQA. Importing this package loads no model library.
 """
 
-from generation.engines import ENGINES, Engine, EngineInfo, Message, load_engine
-from generation.errors import GenerationError
-from generation.judge import LMJudge
-from generation.rationale import RationaleResult, RationaleWriter
-from generation.types import Answer, Citation, SourceLike
-from generation.writer import AnswerWriter
+from mmrag.generation.engines import ENGINES, Engine, EngineInfo, Message, load_engine
+from mmrag.generation.errors import GenerationError
+from mmrag.generation.judge import LMJudge
+from mmrag.generation.rationale import RationaleResult, RationaleWriter
+from mmrag.generation.types import Answer, Citation, SourceLike
+from mmrag.generation.writer import AnswerWriter
 
 __all__ = [
     "ENGINES",

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from generation.types import Citation, SourceLike
+from mmrag.generation.types import Citation, SourceLike
 
 # [1], [1, 2], [1;2], [1 and 2], [Source 1]. Two digits at most: "[1887]" is a year, not a marker.
 _NUMBER = r"(?:sources?\s*)?\d{1,2}"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from generation.engines.base import Engine
-from generation.prompts import judge_messages
-from generation.types import SourceLike
+from mmrag.generation.engines.base import Engine
+from mmrag.generation.prompts import judge_messages
+from mmrag.generation.types import SourceLike
 
 YES = frozenset({"yes"})
 NO = frozenset({"no"})

@@ -14,9 +14,9 @@ import base64
 import re
 from collections.abc import Callable, Sequence
 
-from generation.citations import MARKER
-from generation.engines.base import Message
-from generation.types import SourceLike
+from mmrag.generation.citations import MARKER
+from mmrag.generation.engines.base import Message
+from mmrag.generation.types import SourceLike
 
 ImageBytes = Callable[[SourceLike], bytes | None]
 

@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from generation.citations import clean, sentence_end, strip_markers
-from generation.engines.base import Engine
-from generation.errors import GenerationError
-from generation.prompts import (
+from mmrag.generation.citations import clean, sentence_end, strip_markers
+from mmrag.generation.engines.base import Engine
+from mmrag.generation.errors import GenerationError
+from mmrag.generation.prompts import (
     choice_messages,
     direct_answer_messages,
     neutralise,
     rationale_messages,
     visual_context,
 )
-from generation.types import SourceLike
+from mmrag.generation.types import SourceLike
 
 CHOOSERS = ("similarity", "likelihood")
 LETTERS = string.ascii_uppercase

@@ -6,11 +6,11 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
 
-from generation.citations import cite, sentence_end
-from generation.engines.base import Engine
-from generation.errors import GenerationError
-from generation.prompts import answer_messages
-from generation.types import Answer, SourceLike
+from mmrag.generation.citations import cite, sentence_end
+from mmrag.generation.engines.base import Engine
+from mmrag.generation.errors import GenerationError
+from mmrag.generation.prompts import answer_messages
+from mmrag.generation.types import Answer, SourceLike
 
 
 class AnswerWriter:

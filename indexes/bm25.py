@@ -18,7 +18,7 @@ import numpy as np
 import Stemmer
 from bm25s.tokenization import Tokenizer
 
-from indexes.errors import IndexFormatError
+from mmrag.indexes.errors import IndexFormatError
 
 BM25_DIR = "bm25"
 PARAMS_FILE = "params.json"

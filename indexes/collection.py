@@ -17,25 +17,25 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from indexes.atomic import atomic_directory
-from indexes.bm25 import BM25_DIR, BM25Index, BM25Params
-from indexes.corpus import CorpusStats, read_corpus
-from indexes.corpus.reader import corpus_format
-from indexes.dense import DENSE_DIR, DenseIndex
-from indexes.dense_build import Progress, build_dense
-from indexes.encoders.base import TextEncoder
-from indexes.encoders.clip import ClipEncoder
-from indexes.errors import CorpusError, IndexFormatError, InputError
-from indexes.images import DirectoryImageStore, ImageStore, WebQAImageStore
-from indexes.manifest import (
+from mmrag.indexes.atomic import atomic_directory
+from mmrag.indexes.bm25 import BM25_DIR, BM25Index, BM25Params
+from mmrag.indexes.corpus import CorpusStats, read_corpus
+from mmrag.indexes.corpus.reader import corpus_format
+from mmrag.indexes.dense import DENSE_DIR, DenseIndex
+from mmrag.indexes.dense_build import Progress, build_dense
+from mmrag.indexes.encoders.base import TextEncoder
+from mmrag.indexes.encoders.clip import ClipEncoder
+from mmrag.indexes.errors import CorpusError, IndexFormatError, InputError
+from mmrag.indexes.images import DirectoryImageStore, ImageStore, WebQAImageStore
+from mmrag.indexes.manifest import (
     check_index_files,
     describe_files,
     is_index,
     read_manifest,
     write_manifest,
 )
-from indexes.sources import Modality, Source
-from indexes.store import STORE_DIR, SourceStore, SourceStoreWriter
+from mmrag.indexes.sources import Modality, Source
+from mmrag.indexes.store import STORE_DIR, SourceStore, SourceStoreWriter
 
 
 def mmrag_version() -> str:

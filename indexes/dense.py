@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from indexes.encoders.base import EncoderInfo
+from mmrag.indexes.encoders.base import EncoderInfo
 
 DENSE_DIR = "dense"
 FLAT_LIMIT = 100_000

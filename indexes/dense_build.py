@@ -8,16 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from indexes.dense import DENSE_DIR, DenseIndex
-from indexes.encoders.base import TextEncoder
-from indexes.encoders.clip import ClipEncoder
-from indexes.encoders.loading import probe_vector
-from indexes.encoders.prefetch import prefetch_batches
-from indexes.errors import CorpusError
-from indexes.images import ImageStore
-from indexes.manifest import describe_files
-from indexes.sources import Modality
-from indexes.store import SourceStore
+from mmrag.indexes.dense import DENSE_DIR, DenseIndex
+from mmrag.indexes.encoders.base import TextEncoder
+from mmrag.indexes.encoders.clip import ClipEncoder
+from mmrag.indexes.encoders.loading import probe_vector
+from mmrag.indexes.encoders.prefetch import prefetch_batches
+from mmrag.indexes.errors import CorpusError
+from mmrag.indexes.images import ImageStore
+from mmrag.indexes.manifest import describe_files
+from mmrag.indexes.sources import Modality
+from mmrag.indexes.store import SourceStore
 
 TEXT_BATCH = 256
 Progress = Callable[[Iterable, str, int], Iterable]

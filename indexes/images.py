@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 from PIL import Image, ImageFile
 
-from indexes.errors import InputError
+from mmrag.indexes.errors import InputError
 
 ImageFile.LOAD_TRUNCATED_IMAGES = True
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import xxhash
 
-from indexes.atomic import atomic_write_text, recover
-from indexes.errors import IndexFormatError
+from mmrag.indexes.atomic import atomic_write_text, recover
+from mmrag.indexes.errors import IndexFormatError
 
 MANIFEST_NAME = "manifest.json"
 INDEX_FORMAT = "mmrag-index"

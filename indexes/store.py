@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indexes.sources import MODALITIES, Modality, Source
+from mmrag.indexes.sources import MODALITIES, Modality, Source
 
 STORE_DIR = "sources"
 MODALITY_CODES: dict[Modality, int] = {name: code for code, name in enumerate(MODALITIES)}

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from indexes.atomic import atomic_write_text
-from indexes.errors import InputError
-from indexes.manifest import CALIBRATION_FILE
+from mmrag.indexes.atomic import atomic_write_text
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.manifest import CALIBRATION_FILE
 
 
 def fit_logistic(

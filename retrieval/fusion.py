@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from retrieval.calibration import Calibration
+from mmrag.retrieval.calibration import Calibration
 
 RankedLists = dict[str, tuple[np.ndarray, np.ndarray]]
 RRF_K = 60

@@ -9,24 +9,31 @@ statistics; across retrievers use "rrf" or "calibrated".
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import get_args
 
 import numpy as np
 
-from indexes.bm25 import top_k
-from indexes.collection import Collection
-from indexes.encoders.base import EncoderInfo
-from indexes.encoders.batching import shared_batcher
-from indexes.encoders.loading import check_same_encoder, encoder_for
-from indexes.errors import InputError
-from indexes.sources import MODALITIES, Modality
-from indexes.store import MODALITY_CODES
-from retrieval import fusion
-from retrieval.calibration import Calibration, fit_logistic
-from retrieval.rerank import fit_threshold
-from retrieval.types import Candidate, ModalityFilter, modality_of
+from mmrag.indexes.bm25 import top_k
+from mmrag.indexes.collection import Collection
+from mmrag.indexes.encoders.base import EncoderInfo
+from mmrag.indexes.encoders.batching import shared_batcher
+from mmrag.indexes.encoders.loading import check_same_encoder, encoder_for
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.sources import MODALITIES, Modality
+from mmrag.indexes.store import MODALITY_CODES
+from mmrag.retrieval import fusion
+from mmrag.retrieval.calibration import Calibration, fit_logistic
+from mmrag.retrieval.rerank import Objective, fit_threshold
+from mmrag.retrieval.types import (
+    Candidate,
+    FusionMethod,
+    ModalityFilter,
+    RetrieverName,
+    modality_of,
+)
 
-RETRIEVERS = ("bm25", "text", "clip")
-FUSIONS = ("auto", "raw", "rrf", "calibrated")
+RETRIEVERS: tuple[RetrieverName, ...] = get_args(RetrieverName)
+FUSIONS: tuple[FusionMethod, ...] = get_args(FusionMethod)
 DEFAULT_DEPTH = 50
 
 
@@ -184,11 +191,13 @@ class HybridRetriever:
 def fit_calibration(
     retriever: HybridRetriever,
     questions: Iterable[tuple[str, Sequence[str]]],
+    objective: Objective,
     depth: int = 20,
     max_sources: int = 2,
 ) -> Calibration:
     """Fit one logistic curve per list from (question, gold source ids) pairs, then the
-    selection threshold on the fused probabilities that maximises retrieval F1."""
+    selection threshold on the fused probabilities that maximises `objective` (WebQA's
+    retrieval F1 in `mmrag retrieval calibrate`)."""
     store = retriever.collection.store
     scores: dict[str, list[float]] = {}
     labels: dict[str, list[int]] = {}
@@ -222,7 +231,7 @@ def fit_calibration(
         )
         for question, lists, gold in seen
     ]
-    calibration.threshold, _ = fit_threshold(fused, max_sources)
+    calibration.threshold, _ = fit_threshold(fused, max_sources, objective)
     return calibration
 
 

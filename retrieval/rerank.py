@@ -10,18 +10,31 @@ imports generation).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Annotated, Protocol
 
 import numpy as np
+from pydantic import AfterValidator
 
-from indexes.errors import InputError
-from indexes.sources import Source
-from retrieval.types import Candidate
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.sources import Source
+from mmrag.retrieval.types import Candidate
 
 VLP_THRESHOLD = 0.2
+RERANKERS = ("auto", "none", "lm-judge", "cross-encoder:NAME_OR_PATH")
+
+
+def _known_reranker(choice: str) -> str:
+    if choice in RERANKERS[:3] or (choice.startswith("cross-encoder:") and choice[14:].strip()):
+        return choice
+    raise ValueError(f"unknown reranker {choice!r}; use {', '.join(RERANKERS)}")
+
+
+# auto: the calibrated retrieval scores are the relevance; none: keep the top candidates;
+# lm-judge: the generator's P("yes"); cross-encoder:NAME_OR_PATH: a sentence-transformers model.
+RerankerChoice = Annotated[str, AfterValidator(_known_reranker)]
 
 
 class RelevanceScorer(Protocol):
@@ -44,7 +57,7 @@ class CrossEncoderScorer:
     ) -> None:
         from sentence_transformers import CrossEncoder
 
-        from indexes.encoders.base import pick_device, quiet_model_loading
+        from mmrag.indexes.encoders.base import pick_device, quiet_model_loading
 
         quiet_model_loading()
         try:
@@ -161,22 +174,27 @@ class SourceSelector:
 THRESHOLD_GRID = tuple(round(0.05 * n, 2) for n in range(1, 19))
 
 
+# A per-question score of selected source ids against gold ids, e.g. WebQA's retrieval F1
+# (`mmrag.evaluation.metrics.retrieval.source_f1`); handed in, so retrieval owns no metric.
+Objective = Callable[[Sequence[str], Sequence[str]], float]
+
+
 def fit_threshold(
-    questions: Sequence[tuple[str, Sequence[Candidate], Sequence[str]]], max_sources: int
+    questions: Sequence[tuple[str, Sequence[Candidate], Sequence[str]]],
+    max_sources: int,
+    objective: Objective,
 ) -> tuple[float, dict[float, float]]:
-    """The relevance threshold that maximises mean WebQA retrieval F1 over held-out questions.
+    """The relevance threshold that maximises the mean objective over held-out questions.
 
     `questions` are (question, candidates whose scores are P(relevant), gold ids). Selection
     runs through `SourceSelector` itself, so the fitted rule is exactly the served one. Returns
-    the best threshold (the lowest among ties) and the mean F1 at every threshold tried.
+    the best threshold (the lowest among ties) and the mean objective at every threshold tried.
     """
-    from evaluation.metrics.retrieval import source_f1
-
     f1_at: dict[float, float] = {}
     for threshold in THRESHOLD_GRID:
         selector = SourceSelector(None, threshold=threshold, max_sources=max_sources)
         f1s = [
-            source_f1([s.source.id for s in selector.select(q, candidates).selected], gold)
+            objective([s.source.id for s in selector.select(q, candidates).selected], gold)
             for q, candidates, gold in questions
             if gold
         ]

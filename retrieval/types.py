@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from indexes.sources import Modality, Source
+from mmrag.indexes.sources import Modality, Source
 
 ModalityFilter = Literal["all", "image", "text"]
+RetrieverName = Literal["bm25", "text", "clip"]
+# auto: calibrated when the index has a calibration, else rrf (raw for BM25 alone).
+FusionMethod = Literal["auto", "raw", "rrf", "calibrated"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,12 +16,12 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path
 
-from service.components import build_pipeline
-from service.config import Settings
-from service.limits import AdmissionQueue, BodySizeLimit
-from service.metrics import Metrics, MetricsMiddleware
-from service.pipeline import QAPipeline
-from service.routes import answer, health, rationale, search, sources
+from mmrag.core.components import build_pipeline
+from mmrag.core.pipeline import QAPipeline
+from mmrag.core.settings import Settings
+from mmrag.service.limits import AdmissionQueue, BodySizeLimit
+from mmrag.service.metrics import Metrics, MetricsMiddleware
+from mmrag.service.routes import answer, health, rationale, search, sources
 
 STATIC = Path(__file__).parent / "static"
 

@@ -10,8 +10,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from generation.errors import GenerationError
-from indexes.errors import InputError
+from mmrag.generation.errors import GenerationError
+from mmrag.indexes.errors import InputError
 
 EXIT_INPUT_ERROR = 1
 EXIT_USAGE = 2
@@ -29,8 +29,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from evaluation import cli as evaluation
-    from service.commands import ask, index, rationale, retrieval, search, serve
+    from mmrag.evaluation import cli as evaluation
+    from mmrag.service.commands import ask, index, rationale, retrieval, search, serve
 
     parser = OneLineParser(
         prog="mmrag",

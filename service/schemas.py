@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from indexes.sources import Modality, Source
-from retrieval.types import Candidate, ModalityFilter
+from mmrag.indexes.sources import Modality, Source
+from mmrag.retrieval.types import Candidate, ModalityFilter
 
 if TYPE_CHECKING:  # the pipeline pulls in generation; search-only callers must not need it
-    from service.pipeline import QAResult
+    from mmrag.core.pipeline import QAResult
 
 
 def valid_text(text: str) -> str:

@@ -19,7 +19,7 @@ from PIL import Image, ImageColor
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
 SAMPLE_JSON = SAMPLE / "WebQA_sample.json"
-MMRAG = [sys.executable, "-m", "service.cli"]
+MMRAG = [sys.executable, "-m", "mmrag.service.cli"]
 
 
 def jpeg_bytes(color: str, size: tuple[int, int] = (32, 24)) -> bytes:
@@ -128,7 +128,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: 
 
 @pytest.fixture(scope="session")
 def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from indexes.collection import build_index
+    from mmrag.indexes.collection import build_index
 
     out = tmp_path_factory.mktemp("sample") / "index"
     build_index([SAMPLE_JSON], out, images=SAMPLE / "imgs.tsv")
@@ -137,14 +137,14 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def sample_questions():
-    from indexes.corpus.webqa import iter_questions
+    from mmrag.indexes.corpus.webqa import iter_questions
 
     return list(iter_questions(SAMPLE_JSON))
 
 
 @pytest.fixture(scope="session")
 def minilm():
-    from indexes.encoders.loading import text_encoder
+    from mmrag.indexes.encoders.loading import text_encoder
 
     return text_encoder("sentence-transformers/all-MiniLM-L6-v2")
 
@@ -152,7 +152,7 @@ def minilm():
 @pytest.fixture(scope="session")
 def hybrid_index(tmp_path_factory: pytest.TempPathFactory, minilm) -> Path:
     """The sample corpus as `make serve` builds it: BM25 + MiniLM, calibrated on its train split."""
-    from indexes.collection import build_index
+    from mmrag.indexes.collection import build_index
 
     out = tmp_path_factory.mktemp("hybrid") / "index"
     build_index([SAMPLE_JSON], out, images=SAMPLE / "imgs.tsv", text_embedder=minilm)
@@ -185,7 +185,7 @@ def smollm2_gguf() -> Path:
 def smollm2():
     """One in-process llama.cpp engine shared by the generation tests (it loads in 0.1 s, but
     each copy holds its own KV cache)."""
-    from generation.engines import load_engine
+    from mmrag.generation.engines import load_engine
 
     return load_engine("llamacpp", n_ctx=2048)
 

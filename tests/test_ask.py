@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from service.components import build_pipeline
-from service.config import Settings
-from service.schemas import AnswerResponse
+from mmrag.core.components import build_pipeline
+from mmrag.core.settings import Settings
+from mmrag.service.schemas import AnswerResponse
 from tests.conftest import assert_one_line_error, free_port, run_mmrag
 
 # A second sentence: a full word (not an abbreviation like "St.") ends, then a capital follows.
@@ -85,7 +85,7 @@ def test_ask_errors_are_one_line(hybrid_index: Path, tmp_path: Path):
 
 
 def test_the_pipeline_uses_the_indexs_fitted_threshold_unless_told(hybrid_index: Path):
-    from retrieval.calibration import Calibration
+    from mmrag.retrieval.calibration import Calibration
 
     fitted = Calibration.load(hybrid_index).threshold
     assert build_pipeline(Settings(index=hybrid_index)).selector.threshold == fitted

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from indexes.encoders.batching import BatchingEncoder
+from mmrag.indexes.encoders.batching import BatchingEncoder
 
 
 class Counting:

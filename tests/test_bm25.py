@@ -7,7 +7,7 @@ import random
 import numpy as np
 import rank_bm25
 
-from indexes.bm25 import BM25Index, BM25Params, top_k
+from mmrag.indexes.bm25 import BM25Index, BM25Params, top_k
 
 WORDS = [f"w{n}" for n in range(400)]
 

@@ -76,7 +76,7 @@ def test_help_is_instant_and_lists_commands():
     ],
 )
 def test_bad_input_is_one_line_no_traceback(tiny_webqa, tmp_path, args, fragments):
-    from indexes.collection import build_index
+    from mmrag.indexes.collection import build_index
 
     index = tmp_path / "index"
     build_index([tiny_webqa["json"]], index)
@@ -102,8 +102,8 @@ def test_flags_left_out_never_override_the_environment_or_the_config_file(
     command, tmp_path: Path, monkeypatch
 ):
     """Flags over MMRAG_* over the TOML file: an argparse default would override both."""
-    from service.cli import build_parser
-    from service.commands.options import settings_from
+    from mmrag.core.options import settings_from
+    from mmrag.service.cli import build_parser
 
     config = tmp_path / "mmrag.toml"
     config.write_text('fusion = "calibrated"\nmax_sources = 3\n')

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from indexes.atomic import atomic_write_text
-from indexes.collection import Collection, build_index
-from indexes.errors import IndexFormatError
-from retrieval.hybrid import HybridRetriever
+from mmrag.indexes.atomic import atomic_write_text
+from mmrag.indexes.collection import Collection, build_index
+from mmrag.indexes.errors import IndexFormatError
+from mmrag.retrieval.hybrid import HybridRetriever
 
 
 def test_build_then_search_by_modality(tiny_webqa, tmp_path: Path):

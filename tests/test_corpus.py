@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from indexes.corpus import CorpusStats, read_corpus
-from indexes.corpus.webqa import clean_text, iter_questions
-from indexes.errors import CorpusError
+from mmrag.indexes.corpus import CorpusStats, read_corpus
+from mmrag.indexes.corpus.webqa import clean_text, iter_questions
+from mmrag.indexes.errors import CorpusError
 
 
 def test_clean_text_strips_literal_quote_wrapping():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from indexes.dense import DenseIndex, auto_factory, exact_top10, recall_at_10
-from indexes.encoders.base import EncoderInfo
+from mmrag.indexes.dense import DenseIndex, auto_factory, exact_top10, recall_at_10
+from mmrag.indexes.encoders.base import EncoderInfo
 
 INFO = EncoderInfo(kind="text", name="test", backend="none", dim=32)
 

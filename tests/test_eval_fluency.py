@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.errors import EvaluationError
+from mmrag.evaluation.errors import EvaluationError
 from tests.conftest import run_mmrag, text_fact
 from tests.fixtures.tiny_bart import build_tiny_bart
 
@@ -19,20 +19,20 @@ def tiny_bart(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def scorer(tiny_bart: Path):
-    from evaluation.metrics.fluency import BartLogLikelihood
+    from mmrag.evaluation.metrics.fluency import BartLogLikelihood
 
     return BartLogLikelihood(tiny_bart, batch_size=3, device="cpu")
 
 
 def test_fl_of_an_answer_against_itself_is_exactly_one(scorer) -> None:
-    from evaluation.metrics.fluency import fluency_scores
+    from mmrag.evaluation.metrics.fluency import fluency_scores
 
     answers = ["The door of the Harbor Inn is red.", "it was built in 1887", ""]
     assert fluency_scores(answers, [[a] for a in answers], scorer) == [1.0, 1.0, 1.0]
 
 
 def test_fl_is_between_zero_and_one(scorer) -> None:
-    from evaluation.metrics.fluency import fluency_scores
+    from mmrag.evaluation.metrics.fluency import fluency_scores
 
     scores = fluency_scores(
         ["The door is blue.", "cat sat on the mat", "there are two windows"],
@@ -65,7 +65,7 @@ def test_log_likelihood_matches_the_models_own_loss_and_ignores_padding(scorer) 
 
 
 def test_missing_local_model_is_an_input_error(tmp_path: Path) -> None:
-    from evaluation.metrics.fluency import BartLogLikelihood
+    from mmrag.evaluation.metrics.fluency import BartLogLikelihood
 
     with pytest.raises(EvaluationError, match="no such directory"):
         BartLogLikelihood(str(tmp_path / "nope" / "model"))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.errors import DatasetError
-from evaluation.loaders import aokvqa, stvqa, toloka, vlqa, webqa
-from indexes.errors import InputError
+from mmrag.evaluation.errors import DatasetError
+from mmrag.evaluation.loaders import aokvqa, stvqa, toloka, vlqa, webqa
+from mmrag.indexes.errors import InputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

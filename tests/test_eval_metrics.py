@@ -6,13 +6,18 @@ import math
 
 import pytest
 
-from evaluation.metrics.anls import anls_score, exact_match, levenshtein, normalized_levenshtein
-from evaluation.metrics.aokvqa import direct_answer_score, multiple_choice_correct
-from evaluation.metrics.choice import choice_correct
-from evaluation.metrics.fluency import fluency_scores, light_normalize
-from evaluation.metrics.iou import Box, iou, iou_summary
-from evaluation.metrics.rationale import corpus_bleu, mean_meteor, meteor
-from evaluation.metrics.retrieval import source_f1
+from mmrag.evaluation.metrics.anls import (
+    anls_score,
+    exact_match,
+    levenshtein,
+    normalized_levenshtein,
+)
+from mmrag.evaluation.metrics.aokvqa import direct_answer_score, multiple_choice_correct
+from mmrag.evaluation.metrics.choice import choice_correct
+from mmrag.evaluation.metrics.fluency import fluency_scores, light_normalize
+from mmrag.evaluation.metrics.iou import Box, iou, iou_summary
+from mmrag.evaluation.metrics.rationale import corpus_bleu, mean_meteor, meteor
+from mmrag.evaluation.metrics.retrieval import source_f1
 
 
 def test_source_f1() -> None:

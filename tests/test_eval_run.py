@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from evaluation.errors import EvaluationError
-from evaluation.runs.checkpoint import Checkpoint, partial_path
+from mmrag.evaluation.errors import EvaluationError
+from mmrag.evaluation.runs.checkpoint import Checkpoint, partial_path
 from tests.conftest import MMRAG, REPO, SAMPLE, SAMPLE_JSON, assert_one_line_error, run_mmrag
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -272,7 +272,7 @@ def aokvqa_item(number: int, image_id: int) -> dict:
 @pytest.fixture
 def aokvqa_files(tmp_path: Path) -> dict[str, Path]:
     """Three A-OKVQA items whose COCO images are sample-corpus JPEGs, and a fourth without."""
-    from indexes.images import WebQAImageStore
+    from mmrag.indexes.images import WebQAImageStore
 
     store = WebQAImageStore(SAMPLE / "imgs.tsv")
     coco = tmp_path / "coco"

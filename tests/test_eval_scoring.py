@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.errors import DatasetError
-from evaluation.loaders.aokvqa import AOKVQAItem, AOKVQAPrediction
-from evaluation.loaders.stvqa import STVQAItem
-from evaluation.loaders.toloka import TolokaItem
-from evaluation.loaders.vlqa import VLQAItem
-from evaluation.loaders.webqa import WebQAPrediction
-from evaluation.metrics.iou import Box
-from evaluation.scoring import aokvqa, stvqa, toloka, vlqa, webqa
-from indexes.corpus.webqa import WebQAQuestion
-from indexes.sources import Source
+from mmrag.evaluation.errors import DatasetError
+from mmrag.evaluation.loaders.aokvqa import AOKVQAItem, AOKVQAPrediction
+from mmrag.evaluation.loaders.stvqa import STVQAItem
+from mmrag.evaluation.loaders.toloka import TolokaItem
+from mmrag.evaluation.loaders.vlqa import VLQAItem
+from mmrag.evaluation.loaders.webqa import WebQAPrediction
+from mmrag.evaluation.metrics.iou import Box
+from mmrag.evaluation.scoring import aokvqa, stvqa, toloka, vlqa, webqa
+from mmrag.indexes.corpus.webqa import WebQAQuestion
+from mmrag.indexes.sources import Source
 
 
 def aok(qid: str, correct: int, answers: list[str], difficult: bool = False) -> AOKVQAItem:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.metrics.webqa_acc import (
+from mmrag.evaluation.metrics.webqa_acc import (
     COLOR_SET,
     SHAPE_SET,
     keyword_accuracies,

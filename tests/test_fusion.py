@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from indexes.errors import InputError
-from retrieval import fusion
-from retrieval.calibration import Calibration, fit_logistic
+from mmrag.indexes.errors import InputError
+from mmrag.retrieval import fusion
+from mmrag.retrieval.calibration import Calibration, fit_logistic
 
 
 def lists(**named):

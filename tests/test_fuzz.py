@@ -35,8 +35,8 @@ def live_schema(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 def operations() -> list[tuple[str, str]]:
     """Every (path, method) of the schema; it does not depend on the index served."""
-    from service.app import create_app
-    from service.config import Settings
+    from mmrag.core.settings import Settings
+    from mmrag.service.app import create_app
 
     paths = create_app(Settings()).openapi()["paths"]
     return [(path, method.upper()) for path, item in paths.items() for method in item]

@@ -6,8 +6,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from generation.citations import cite, first_sentence, marker_numbers, sentence_end, strip_markers
-from generation.types import Citation
+from mmrag.generation.citations import (
+    cite,
+    first_sentence,
+    marker_numbers,
+    sentence_end,
+    strip_markers,
+)
+from mmrag.generation.types import Citation
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from generation import AnswerWriter
-from generation.engines import load_engine
-from generation.engines.base import StopCutter, cut_at_stop, decode_data_url, text_only
-from generation.engines.openai_http import OpenAIEngine, api_root
-from generation.errors import GenerationError
+from mmrag.generation import AnswerWriter
+from mmrag.generation.engines import load_engine
+from mmrag.generation.engines.base import StopCutter, cut_at_stop, decode_data_url, text_only
+from mmrag.generation.engines.openai_http import OpenAIEngine, api_root
+from mmrag.generation.errors import GenerationError
 from tests.conftest import REPO, free_port
 
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from generation import Answer, AnswerWriter, GenerationError, LMJudge, RationaleWriter
-from generation.citations import cite, sentence_end
-from generation.engines import EngineInfo
-from generation.judge import yes_probability
-from generation.rationale import leading_sentences, letter_probabilities, short_answer
+from mmrag.generation import Answer, AnswerWriter, GenerationError, LMJudge, RationaleWriter
+from mmrag.generation.citations import cite, sentence_end
+from mmrag.generation.engines import EngineInfo
+from mmrag.generation.judge import yes_probability
+from mmrag.generation.rationale import leading_sentences, letter_probabilities, short_answer
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def test_judge_probability(smollm2) -> None:
 
 
 def test_judge_through_the_server_agrees_with_in_process(smollm2, llama_server: str) -> None:
-    from generation.engines import load_engine
+    from mmrag.generation.engines import load_engine
 
     served = LMJudge(load_engine("openai", base_url=llama_server))
     assert served.relevance(LIGHTHOUSE, LIGHT) == pytest.approx(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from generation.prompts import (
+from mmrag.generation.prompts import (
     ANSWER_SYSTEM,
     SOURCES_BEGIN,
     SOURCES_END,
@@ -126,7 +126,7 @@ def test_no_sources_still_asks_for_one_sentence() -> None:
 
 
 def test_yes_no_questions_ask_for_yes_or_no_first():
-    from generation.prompts import YES_NO_REQUEST, answer_messages, is_yes_no
+    from mmrag.generation.prompts import YES_NO_REQUEST, answer_messages, is_yes_no
 
     assert is_yes_no("Does the Harbor Inn have a blue door?")
     assert is_yes_no('"Is the lighthouse striped?"')

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from generation import AnswerWriter, LMJudge, load_engine
-from generation.prompts import image_part
+from mmrag.generation import AnswerWriter, LMJudge, load_engine
+from mmrag.generation.prompts import image_part
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"

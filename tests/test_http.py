@@ -10,8 +10,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
-from service.config import Settings
+from mmrag.core.settings import Settings
+from mmrag.service.app import create_app
 from tests.conftest import running_mmrag_server
 
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from indexes.collection import Collection, build_index
-from indexes.encoders.clip import load_clip
-from indexes.encoders.loading import clip_encoder
-from indexes.errors import IndexFormatError, InputError
-from retrieval.hybrid import HybridRetriever
+from mmrag.indexes.collection import Collection, build_index
+from mmrag.indexes.encoders.clip import load_clip
+from mmrag.indexes.encoders.loading import clip_encoder
+from mmrag.indexes.errors import IndexFormatError, InputError
+from mmrag.retrieval.hybrid import HybridRetriever
 from tests.conftest import run_mmrag
 from tests.tiny_models import tiny_clip
 
@@ -195,7 +195,8 @@ def test_the_fitted_selection_threshold_beats_vlps_on_held_out_questions(
     hybrid_index, sample_questions
 ):
     """Calibrated on the 12 train questions, judged on the 50 val ones."""
-    from retrieval.rerank import VLP_THRESHOLD, fit_threshold
+    from mmrag.evaluation.metrics.retrieval import source_f1
+    from mmrag.retrieval.rerank import VLP_THRESHOLD, fit_threshold
 
     retriever = HybridRetriever(Collection(hybrid_index), ["bm25", "text"], "calibrated")
     fitted = retriever.calibration.threshold
@@ -205,5 +206,5 @@ def test_the_fitted_selection_threshold_beats_vlps_on_held_out_questions(
         for q in sample_questions
         if q.split == "val"
     ]
-    _, f1_at = fit_threshold(val, 2)
+    _, f1_at = fit_threshold(val, 2, source_f1)
     assert f1_at[fitted] >= f1_at[VLP_THRESHOLD]

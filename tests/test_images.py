@@ -12,10 +12,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from indexes.collection import Collection, build_index
-from indexes.encoders.base import EncoderInfo, l2_normalise
-from indexes.errors import InputError
-from indexes.images import (
+from mmrag.indexes.collection import Collection, build_index
+from mmrag.indexes.encoders.base import EncoderInfo, l2_normalise
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.images import (
     CorruptImage,
     DirectoryImageStore,
     ImageNotFound,
@@ -23,7 +23,7 @@ from indexes.images import (
     decode_image,
     image_media_type,
 )
-from service.routes import sources
+from mmrag.service.routes import sources
 from tests.conftest import image_fact, jpeg_bytes, write_imgs_tsv
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from indexes import atomic
-from indexes.collection import Collection, build_index
-from indexes.errors import InputError
+from mmrag.indexes import atomic
+from mmrag.indexes.collection import Collection, build_index
+from mmrag.indexes.errors import InputError
 from tests.conftest import MMRAG, REPO, assert_one_line_error, run_mmrag
 
 # A build that SIGKILLs itself at one point of the swap: argv = corpus, out, point.
@@ -26,8 +26,8 @@ from tests.conftest import MMRAG, REPO, assert_one_line_error, run_mmrag
 # "between-renames": the fallback's first rename is done (the index moved aside), not the second.
 KILL_AT = """
 import errno, os, signal, sys
-from indexes import atomic
-from indexes.collection import build_index
+from mmrag.indexes import atomic
+from mmrag.indexes.collection import build_index
 
 def die(*args):
     os.kill(os.getpid(), signal.SIGKILL)

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexes.collection import Collection, build_index
-from indexes.encoders.base import EncoderInfo, l2_normalise
-from indexes.errors import IndexFormatError
-from indexes.manifest import MANIFEST_NAME
-from retrieval.calibration import Calibration
+from mmrag.indexes.collection import Collection, build_index
+from mmrag.indexes.encoders.base import EncoderInfo, l2_normalise
+from mmrag.indexes.errors import IndexFormatError
+from mmrag.indexes.manifest import MANIFEST_NAME
+from mmrag.retrieval.calibration import Calibration
 from tests.conftest import MMRAG, REPO, SAMPLE_JSON, assert_one_line_error, free_port, run_mmrag
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from generation.writer import AnswerWriter
-from service.components import build_pipeline
-from service.config import Settings
-from service.pipeline import QAPipeline
+from mmrag.core.components import build_pipeline
+from mmrag.core.pipeline import QAPipeline
+from mmrag.core.settings import Settings
+from mmrag.generation.writer import AnswerWriter
 from tests.conftest import running_llama_server
 
 QUESTION = "What color is the door of the Harbor Inn?"
@@ -75,7 +75,7 @@ def test_closing_a_run_mid_answer_frees_the_engine_for_the_next(pipeline):
 
 
 def test_bad_input_reaches_the_caller_as_the_error_it_is(pipeline):
-    from indexes.errors import InputError
+    from mmrag.indexes.errors import InputError
 
     with pytest.raises(InputError, match="question is empty"):
         pipeline.answer("   ")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from indexes.images import WebQAImageStore
+from mmrag.indexes.images import WebQAImageStore
 from tests.conftest import SAMPLE, assert_one_line_error, run_mmrag
 
 CHOICES = ["red", "blue", "green", "yellow"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from indexes.errors import InputError
-from indexes.sources import Source
-from retrieval.rerank import CrossEncoderScorer, JudgeScorer, SourceSelector, fit_threshold
-from retrieval.types import Candidate
+from mmrag.evaluation.metrics.retrieval import source_f1
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.sources import Source
+from mmrag.retrieval.rerank import CrossEncoderScorer, JudgeScorer, SourceSelector, fit_threshold
+from mmrag.retrieval.types import Candidate
 from tests.tiny_models import tiny_cross_encoder
 
 
@@ -121,7 +122,7 @@ def test_fit_threshold_picks_the_f1_best_cut():
     second = [
         Candidate(c.source, p, c.rank, "x") for c, p in zip(candidates(2), [0.8, 0.6], strict=True)
     ]
-    best, f1_at = fit_threshold([("q1", first, ["s0"]), ("q2", second, ["s0", "s1"])], 2)
+    best, f1_at = fit_threshold([("q1", first, ["s0"]), ("q2", second, ["s0", "s1"])], 2, source_f1)
     # Below 0.35 q1 keeps a wrong second source (F1 2/3); from 0.4 to 0.6 both are right.
     assert f1_at[0.3] == pytest.approx((2 / 3 + 1) / 2)
     assert f1_at[0.4] == pytest.approx(1.0) and f1_at[0.6] == pytest.approx(1.0)

@@ -7,9 +7,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from indexes.corpus import CorpusStats, read_corpus
-from indexes.corpus.webqa import QCATES
-from indexes.images import WebQAImageStore, decode_image
+from mmrag.indexes.corpus import CorpusStats, read_corpus
+from mmrag.indexes.corpus.webqa import QCATES
+from mmrag.indexes.images import WebQAImageStore, decode_image
 from tests.conftest import REPO, SAMPLE, SAMPLE_JSON
 
 FILES = ("WebQA_sample.json", "imgs.tsv", "imgs.lineidx")

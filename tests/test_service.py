@@ -11,9 +11,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
-from service.components import build_pipeline
-from service.config import Settings
+from mmrag.core.components import build_pipeline
+from mmrag.core.settings import Settings
+from mmrag.service.app import create_app
 from tests.conftest import assert_one_line_error, run_mmrag, running_llama_server
 
 QUESTION = "What color is the door of the Harbor Inn?"
@@ -195,7 +195,7 @@ def test_a_generator_that_goes_down_degrades_to_sources_and_unready(
 
 
 def test_rationale_from_an_upload_and_from_a_corpus_image(pipeline):
-    from indexes.images import WebQAImageStore
+    from mmrag.indexes.images import WebQAImageStore
     from tests.conftest import SAMPLE
 
     door = WebQAImageStore(SAMPLE / "imgs.tsv").read_bytes("30000006")

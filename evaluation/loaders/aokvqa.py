@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import DatasetError, record_error
-from evaluation.io import as_id, read_json
+from mmrag.evaluation.errors import DatasetError, record_error
+from mmrag.evaluation.io import as_id, read_json
 
 PREDICTION_FORMAT = (
     '{question_id: {"multiple_choice": "...", "direct_answer": "...", "rationale": "..."}}'

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import DatasetError, record_error
-from evaluation.io import as_id, read_json
+from mmrag.evaluation.errors import DatasetError, record_error
+from mmrag.evaluation.io import as_id, read_json
 
 # Releases and re-packagings name the image path differently; the first present wins.
 IMAGE_FIELDS = ("file_path", "file_name", "image")

@@ -11,9 +11,9 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluation.errors import DatasetError, record_error
-from evaluation.io import as_float, read_text
-from evaluation.metrics.iou import Box
+from mmrag.evaluation.errors import DatasetError, record_error
+from mmrag.evaluation.io import as_float, read_text
+from mmrag.evaluation.metrics.iou import Box
 
 BOX_COLUMNS = ("left", "top", "right", "bottom")
 

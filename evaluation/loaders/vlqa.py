@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import DatasetError, record_error
-from evaluation.io import as_id, read_json, read_json_or_jsonl
+from mmrag.evaluation.errors import DatasetError, record_error
+from mmrag.evaluation.io import as_id, read_json, read_json_or_jsonl
 
 # Our field -> candidate names in a VLQA record, first present wins. Edit here, nowhere else.
 FIELDS: dict[str, tuple[str, ...]] = {

@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import DatasetError, record_error
-from evaluation.io import as_id, iter_lines, read_json
-from indexes.corpus.webqa import WebQAQuestion, iter_questions
-from indexes.errors import CorpusError
+from mmrag.evaluation.errors import DatasetError, record_error
+from mmrag.evaluation.io import as_id, iter_lines, read_json
+from mmrag.indexes.corpus.webqa import WebQAQuestion, iter_questions
+from mmrag.indexes.errors import CorpusError
 
 SUBMISSION_FORMAT = '{guid: {"sources": [id, ...], "answer": "..."}}'
 

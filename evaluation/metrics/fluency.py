@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from evaluation.errors import EvaluationError
+from mmrag.evaluation.errors import EvaluationError
 
 DEFAULT_FL_MODEL = "facebook/bart-large-cnn"
 

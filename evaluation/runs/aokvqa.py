@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import DatasetError, EvaluationError
-from evaluation.io import as_id, read_json
-from evaluation.loaders.aokvqa import AOKVQAItem
-from generation.rationale import RationaleWriter
-from indexes.errors import InputError
-from indexes.images import decode_image
-from retrieval.hybrid import HybridRetriever
+from mmrag.evaluation.errors import DatasetError, EvaluationError
+from mmrag.evaluation.io import as_id, read_json
+from mmrag.evaluation.loaders.aokvqa import AOKVQAItem
+from mmrag.generation.rationale import RationaleWriter
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.images import decode_image
+from mmrag.retrieval.hybrid import HybridRetriever
 
 
 def load_captions(path: Path | None) -> dict[str, str]:

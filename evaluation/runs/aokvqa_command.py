@@ -14,23 +14,21 @@ import argparse
 import json
 import time
 
-from evaluation.errors import EvaluationError
-from evaluation.loaders import aokvqa as loader
-from evaluation.runs import aokvqa
-from evaluation.runs.aokvqa_report import AOKVQARunInfo, write_aokvqa_report
-from evaluation.runs.checkpoint import Checkpoint
-from evaluation.runs.command import check_file, check_limit, print_warnings
-from evaluation.runs.loop import run_items
-from evaluation.runs.markdown import number
-from evaluation.scoring import aokvqa as scoring
-from service.commands.options import settings_from
-
-EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
+from mmrag.core.options import settings_from
+from mmrag.evaluation.errors import EvaluationError
+from mmrag.evaluation.loaders import aokvqa as loader
+from mmrag.evaluation.runs import aokvqa
+from mmrag.evaluation.runs.aokvqa_report import AOKVQARunInfo, write_aokvqa_report
+from mmrag.evaluation.runs.checkpoint import Checkpoint
+from mmrag.evaluation.runs.command import check_file, check_limit, print_warnings
+from mmrag.evaluation.runs.loop import run_items
+from mmrag.evaluation.runs.markdown import number
+from mmrag.evaluation.scoring import aokvqa as scoring
 
 
 def run(args: argparse.Namespace) -> int:
-    from generation.rationale import RationaleWriter
-    from service.components import build_engine, build_retriever
+    from mmrag.core.components import build_engine, build_retriever
+    from mmrag.generation.rationale import RationaleWriter
 
     started = time.perf_counter()
     check_limit(args.limit)
@@ -69,9 +67,10 @@ def run(args: argparse.Namespace) -> int:
 
     embed = None
     if args.choose == "similarity":
-        from indexes.encoders.loading import text_encoder
+        from mmrag.indexes.encoders.loading import text_encoder
+        from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
 
-        embed = text_encoder(EMBEDDER, device=settings.device).encode_texts
+        embed = text_encoder(DEFAULT_TEXT_EMBEDDER, device=settings.device).encode_texts
     runner = aokvqa.AOKVQARunner(
         RationaleWriter(build_engine(settings), choose=args.choose, embed=embed),
         coco_dir=args.coco_dir,

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation.loaders.aokvqa import AOKVQAItem
-from evaluation.runs import markdown as md
-from evaluation.runs.baselines import aokvqa_baselines
-from evaluation.runs.charts import Bar, Reference, bar_chart
-from evaluation.runs.checkpoint import sibling
-from indexes.atomic import atomic_write_text
+from mmrag.evaluation.loaders.aokvqa import AOKVQAItem
+from mmrag.evaluation.runs import markdown as md
+from mmrag.evaluation.runs.baselines import aokvqa_baselines
+from mmrag.evaluation.runs.charts import Bar, Reference, bar_chart
+from mmrag.evaluation.runs.checkpoint import sibling
+from mmrag.indexes.atomic import atomic_write_text
 
 LABELS = {"mc": "MC accuracy", "da": "DA accuracy", "bleu": "rationale BLEU", "meteor": "METEOR"}
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexes.atomic import atomic_write_bytes
+from mmrag.indexes.atomic import atomic_write_bytes
 
 GROUP_COLOURS = {
     "all": "#4d4d4d",

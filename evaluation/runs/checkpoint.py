@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from evaluation.errors import EvaluationError
-from indexes.atomic import atomic_write_text
+from mmrag.evaluation.errors import EvaluationError
+from mmrag.indexes.atomic import atomic_write_text
 
 FORMAT = "mmrag eval run checkpoint"
 VERSION = 1

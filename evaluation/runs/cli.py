@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from service.commands.options import (
+from mmrag.core.options import (
     add_config_option,
     add_generation_options,
     add_pipeline_options,
@@ -96,12 +96,12 @@ def _aokvqa_parser(benches: argparse._SubParsersAction) -> None:
 
 
 def run_webqa(args: argparse.Namespace) -> int:
-    from evaluation.runs.webqa_command import run
+    from mmrag.evaluation.runs.webqa_command import run
 
     return run(args)
 
 
 def run_aokvqa(args: argparse.Namespace) -> int:
-    from evaluation.runs.aokvqa_command import run
+    from mmrag.evaluation.runs.aokvqa_command import run
 
     return run(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from evaluation.errors import EvaluationError
+from mmrag.evaluation.errors import EvaluationError
 
 
 def check_limit(limit: int | None) -> None:

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from evaluation.runs.checkpoint import Checkpoint
+from mmrag.evaluation.runs.checkpoint import Checkpoint
 
 T = TypeVar("T")
 

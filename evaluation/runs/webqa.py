@@ -12,11 +12,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from evaluation.errors import EvaluationError
-from indexes.corpus.webqa import WebQAQuestion
-from indexes.sources import Source
-from service.config import Settings
-from service.pipeline import QAPipeline
+from mmrag.core.pipeline import QAPipeline
+from mmrag.core.settings import Settings
+from mmrag.evaluation.errors import EvaluationError
+from mmrag.indexes.corpus.webqa import WebQAQuestion
+from mmrag.indexes.sources import Source
 
 SETTINGS = ("full", "restricted")
 

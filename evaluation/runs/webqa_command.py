@@ -15,15 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evaluation.loaders import webqa as loader
-from evaluation.runs import webqa
-from evaluation.runs.checkpoint import Checkpoint, sibling
-from evaluation.runs.command import check_file, check_limit, print_warnings
-from evaluation.runs.loop import run_items
-from evaluation.runs.markdown import percent
-from evaluation.runs.webqa_report import FL_MISSING, WebQARunInfo, write_webqa_report
-from evaluation.runs.webqa_scores import score_run
-from service.commands.options import settings_from
+from mmrag.core.options import settings_from
+from mmrag.evaluation.loaders import webqa as loader
+from mmrag.evaluation.runs import webqa
+from mmrag.evaluation.runs.checkpoint import Checkpoint, sibling
+from mmrag.evaluation.runs.command import check_file, check_limit, print_warnings
+from mmrag.evaluation.runs.loop import run_items
+from mmrag.evaluation.runs.markdown import percent
+from mmrag.evaluation.runs.webqa_report import FL_MISSING, WebQARunInfo, write_webqa_report
+from mmrag.evaluation.runs.webqa_scores import score_run
 
 
 def images_note(images: Path | None, collection: Any) -> str:
@@ -36,7 +36,7 @@ def images_note(images: Path | None, collection: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.components import build_pipeline
+    from mmrag.core.components import build_pipeline
 
     started = time.perf_counter()
     check_limit(args.limit)
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     checkpoint = Checkpoint.open(args.out, description, resume=args.resume)
     fl = None
     if args.fl_model:
-        from evaluation.metrics.fluency import BartLogLikelihood
+        from mmrag.evaluation.metrics.fluency import BartLogLikelihood
 
         fl = BartLogLikelihood(args.fl_model, batch_size=args.fl_batch_size, device=args.device)
     pipeline = build_pipeline(settings)

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation.runs import markdown as md
-from evaluation.runs.baselines import Published, reference_lines, webqa_baselines
-from evaluation.runs.charts import Bar, Reference, bar_chart
-from evaluation.runs.checkpoint import sibling
-from evaluation.runs.webqa_scores import WebQAScores, query_type
-from indexes.atomic import atomic_write_text
-from indexes.corpus.webqa import WebQAQuestion
+from mmrag.evaluation.runs import markdown as md
+from mmrag.evaluation.runs.baselines import Published, reference_lines, webqa_baselines
+from mmrag.evaluation.runs.charts import Bar, Reference, bar_chart
+from mmrag.evaluation.runs.checkpoint import sibling
+from mmrag.evaluation.runs.webqa_scores import WebQAScores, query_type
+from mmrag.indexes.atomic import atomic_write_text
+from mmrag.indexes.corpus.webqa import WebQAQuestion
 
 METRICS = (("retrieval_f1", "retrieval F1"), ("fl", "FL"), ("acc", "Acc"), ("fl_x_acc", "FL×Acc"))
 STAGES = ("retrieve_s", "rerank_s", "first_token_s", "generate_s", "total_s")

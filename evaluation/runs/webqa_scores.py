@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.loaders.webqa import WebQAPrediction
-from evaluation.metrics.fluency import LogLikelihood
-from evaluation.scoring import ScoreReport
-from evaluation.scoring import webqa as scoring
-from indexes.corpus.webqa import WebQAQuestion
+from mmrag.evaluation.loaders.webqa import WebQAPrediction
+from mmrag.evaluation.metrics.fluency import LogLikelihood
+from mmrag.evaluation.scoring import ScoreReport
+from mmrag.evaluation.scoring import webqa as scoring
+from mmrag.indexes.corpus.webqa import WebQAQuestion
 
 
 class MemoLogLikelihood:

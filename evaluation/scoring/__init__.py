@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from evaluation.errors import DatasetError
+from mmrag.evaluation.errors import DatasetError
 
 T = TypeVar("T")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from evaluation.errors import DatasetError
-from evaluation.loaders.aokvqa import AOKVQAItem, AOKVQAPrediction
-from evaluation.metrics.aokvqa import direct_answer_score, multiple_choice_correct
-from evaluation.metrics.rationale import corpus_bleu, mean_meteor
-from evaluation.scoring import ScoreReport, join
+from mmrag.evaluation.errors import DatasetError
+from mmrag.evaluation.loaders.aokvqa import AOKVQAItem, AOKVQAPrediction
+from mmrag.evaluation.metrics.aokvqa import direct_answer_score, multiple_choice_correct
+from mmrag.evaluation.metrics.rationale import corpus_bleu, mean_meteor
+from mmrag.evaluation.scoring import ScoreReport, join
 
 
 def score(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from evaluation.loaders.stvqa import STVQAItem
-from evaluation.metrics.anls import anls_score, exact_match
-from evaluation.scoring import ScoreReport, answered, join
+from mmrag.evaluation.loaders.stvqa import STVQAItem
+from mmrag.evaluation.metrics.anls import anls_score, exact_match
+from mmrag.evaluation.scoring import ScoreReport, answered, join
 
 
 def score(

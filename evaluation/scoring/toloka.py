@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evaluation.loaders.toloka import TolokaItem
-from evaluation.metrics.iou import Box, iou, iou_summary
-from evaluation.scoring import ScoreReport, join
+from mmrag.evaluation.loaders.toloka import TolokaItem
+from mmrag.evaluation.metrics.iou import Box, iou, iou_summary
+from mmrag.evaluation.scoring import ScoreReport, join
 
 
 def score(

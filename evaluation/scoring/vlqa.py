@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from evaluation.loaders.vlqa import VLQAItem
-from evaluation.metrics.choice import choice_correct
-from evaluation.scoring import ScoreReport, answered, join
+from mmrag.evaluation.loaders.vlqa import VLQAItem
+from mmrag.evaluation.metrics.choice import choice_correct
+from mmrag.evaluation.scoring import ScoreReport, answered, join
 
 
 def score(

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evaluation.loaders.webqa import WebQAPrediction
-from evaluation.metrics.fluency import LogLikelihood, fluency_scores
-from evaluation.metrics.retrieval import source_f1
-from evaluation.metrics.webqa_acc import keyword_accuracies
-from evaluation.scoring import ScoreReport, join, mean
-from indexes.corpus.webqa import QCATES, WebQAQuestion
+from mmrag.evaluation.loaders.webqa import WebQAPrediction
+from mmrag.evaluation.metrics.fluency import LogLikelihood, fluency_scores
+from mmrag.evaluation.metrics.retrieval import source_f1
+from mmrag.evaluation.metrics.webqa_acc import keyword_accuracies
+from mmrag.evaluation.scoring import ScoreReport, join, mean
+from mmrag.indexes.corpus.webqa import QCATES, WebQAQuestion
 
 
 def _summary(rows: Sequence[dict[str, float | None]]) -> dict[str, float | None]:

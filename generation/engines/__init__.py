@@ -1,5 +1,5 @@
 """Language-model engines behind one interface; backends import their libraries when chosen."""
 
-from generation.engines.base import ENGINES, Engine, EngineInfo, Message, load_engine
+from mmrag.generation.engines.base import ENGINES, Engine, EngineInfo, Message, load_engine
 
 __all__ = ["ENGINES", "Engine", "EngineInfo", "Message", "load_engine"]

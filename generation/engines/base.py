@@ -14,13 +14,14 @@ import binascii
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
-from generation.errors import GenerationError
+from mmrag.generation.errors import GenerationError
 
 Message = dict[str, Any]
 
-ENGINES = ("llamacpp", "openai", "vllm", "transformers")
+EngineName = Literal["llamacpp", "openai", "vllm", "transformers"]
+ENGINES: tuple[EngineName, ...] = get_args(EngineName)
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ def load_engine(
             "engine runs in this process"
         )
     if kind == "llamacpp":
-        from generation.engines.llamacpp import LlamaCppEngine
+        from mmrag.generation.engines.llamacpp import LlamaCppEngine
 
         return LlamaCppEngine(model, n_ctx=n_ctx, device=device, n_threads=n_threads)
     if kind == "openai":
@@ -194,7 +195,7 @@ def load_engine(
                 "the openai engine needs base_url, e.g. http://127.0.0.1:8000/v1 of `vllm serve` "
                 "or `python -m llama_cpp.server`"
             )
-        from generation.engines.openai_http import OpenAIEngine
+        from mmrag.generation.engines.openai_http import OpenAIEngine
 
         return OpenAIEngine(
             model,
@@ -206,9 +207,9 @@ def load_engine(
     if model is None:
         raise GenerationError(f"the {kind} engine needs a model: a hub name or a local directory")
     if kind == "vllm":
-        from generation.engines.vllm_local import VllmEngine
+        from mmrag.generation.engines.vllm_local import VllmEngine
 
         return VllmEngine(model, n_ctx=n_ctx)
-    from generation.engines.transformers_local import TransformersEngine
+    from mmrag.generation.engines.transformers_local import TransformersEngine
 
     return TransformersEngine(model, device=device)

@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from generation.engines.base import EngineInfo, Message, merge_logprob, text_only
-from generation.errors import GenerationError
+from mmrag.generation.engines.base import EngineInfo, Message, merge_logprob, text_only
+from mmrag.generation.errors import GenerationError
 
 MAX_TOP_LOGPROBS = 20  # the OpenAI API's limit, and vLLM's default max_logprobs
 

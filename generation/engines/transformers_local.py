@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from generation.engines.base import (
+from mmrag.generation.engines.base import (
     EngineInfo,
     InProcess,
     Message,
@@ -23,7 +23,7 @@ from generation.engines.base import (
     merge_logprob,
     text_only,
 )
-from generation.errors import GenerationError
+from mmrag.generation.errors import GenerationError
 
 
 def _is_vision_language(config: Any) -> bool:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from generation.engines.base import EngineInfo, InProcess, Message, merge_logprob
-from generation.errors import GenerationError
+from mmrag.generation.engines.base import EngineInfo, InProcess, Message, merge_logprob
+from mmrag.generation.errors import GenerationError
 
 
 class VllmEngine(InProcess):

@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from indexes.errors import CorpusError
-from indexes.sources import MODALITIES, Source
+from mmrag.indexes.errors import CorpusError
+from mmrag.indexes.sources import MODALITIES, Source
 
 
 def iter_sources(path: str | Path) -> Iterator[Source]:

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexes.corpus import jsonl, webqa
-from indexes.errors import CorpusError
-from indexes.sources import Source
+from mmrag.indexes.corpus import jsonl, webqa
+from mmrag.indexes.errors import CorpusError
+from mmrag.indexes.sources import Source
 
 _READERS = {".json": webqa.iter_sources, ".jsonl": jsonl.iter_sources}
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import ijson
 
-from indexes.errors import CorpusError
-from indexes.sources import Source
+from mmrag.indexes.errors import CorpusError
+from mmrag.indexes.sources import Source
 
 QCATES = ("text", "YesNo", "Others", "choose", "number", "color", "shape")
 

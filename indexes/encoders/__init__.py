@@ -4,6 +4,6 @@ Heavy libraries (torch, transformers, sentence-transformers, open_clip) are impo
 loaders, never at module import, so the CLI and the service start fast.
 """
 
-from indexes.encoders.base import EncoderInfo, TextEncoder
+from mmrag.indexes.encoders.base import EncoderInfo, TextEncoder
 
 __all__ = ["EncoderInfo", "TextEncoder"]

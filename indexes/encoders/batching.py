@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from indexes.encoders.base import TextEncoder
+from mmrag.indexes.encoders.base import TextEncoder
 
 
 class BatchingEncoder:

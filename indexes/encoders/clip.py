@@ -15,8 +15,8 @@ from typing import Protocol
 import numpy as np
 from PIL import Image
 
-from indexes.encoders.base import EncoderInfo, l2_normalise, pick_device, quiet_model_loading
-from indexes.errors import InputError
+from mmrag.indexes.encoders.base import EncoderInfo, l2_normalise, pick_device, quiet_model_loading
+from mmrag.indexes.errors import InputError
 
 CLIP_BACKENDS = ("transformers", "open_clip")
 

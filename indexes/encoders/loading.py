@@ -6,10 +6,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from indexes.encoders.base import PROBE_TEXT, EncoderInfo
-from indexes.encoders.clip import ClipEncoder, load_clip
-from indexes.encoders.text import SentenceTransformerEncoder
-from indexes.errors import IndexFormatError
+from mmrag.indexes.encoders.base import PROBE_TEXT, EncoderInfo
+from mmrag.indexes.encoders.clip import ClipEncoder, load_clip
+from mmrag.indexes.encoders.text import SentenceTransformerEncoder
+from mmrag.indexes.errors import IndexFormatError
 
 PROBE_AGREEMENT = 0.99
 

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from PIL import Image
 
-from indexes.errors import InputError
-from indexes.images import ImageStore, decode_image
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.images import ImageStore, decode_image
 
 BLANK = Image.new("RGB", (32, 32))
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from indexes.encoders.base import EncoderInfo, l2_normalise, pick_device, quiet_model_loading
-from indexes.errors import InputError
+from mmrag.indexes.encoders.base import EncoderInfo, l2_normalise, pick_device, quiet_model_loading
+from mmrag.indexes.errors import InputError
 
 DEFAULT_TEXT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 _PACKAGED = {DEFAULT_TEXT_EMBEDDER, "all-MiniLM-L6-v2"}

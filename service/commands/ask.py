@@ -6,8 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import get_args
 
-from service.commands.options import add_pipeline_options, settings_from
+from mmrag.core.options import add_pipeline_options, settings_from
+from mmrag.retrieval.types import ModalityFilter
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -15,7 +17,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     ask.add_argument("question")
     ask.add_argument("--index", type=Path, required=True)
     ask.add_argument("--k", type=int, help="candidates retrieved (default: --rerank-k)")
-    ask.add_argument("--modality", choices=["all", "image", "text"], default="all")
+    ask.add_argument("--modality", choices=get_args(ModalityFilter), default="all")
     add_pipeline_options(ask)
     ask.add_argument("--stream", action="store_true", help="print the answer as it is written")
     ask.add_argument("--json", action="store_true", help="print the answer as JSON")
@@ -23,8 +25,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run_ask(args: argparse.Namespace) -> int:
-    from service.components import build_pipeline
-    from service.schemas import AnswerResponse
+    from mmrag.core.components import build_pipeline
+    from mmrag.service.schemas import AnswerResponse
 
     pipeline = build_pipeline(settings_from(args))
     with pipeline.run(args.question, k=args.k, modality=args.modality) as run:

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
+
 
 def register(commands: argparse._SubParsersAction) -> None:
     index = commands.add_parser("index", help="build and inspect indexes")
@@ -42,7 +44,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     build.add_argument(
         "--text-embedder",
-        default="sentence-transformers/all-MiniLM-L6-v2",
+        default=DEFAULT_TEXT_EMBEDDER,
         help="sentence-transformers name or path for caption/snippet vectors "
         "(default: the packaged all-MiniLM-L6-v2); 'none' for BM25 only",
     )
@@ -81,10 +83,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_build(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from indexes.bm25 import BM25Params
-    from indexes.collection import build_index, check_build_inputs
-    from indexes.encoders.loading import clip_encoder, text_encoder
-    from indexes.errors import InputError
+    from mmrag.indexes.bm25 import BM25Params
+    from mmrag.indexes.collection import build_index, check_build_inputs
+    from mmrag.indexes.encoders.loading import clip_encoder, text_encoder
+    from mmrag.indexes.errors import InputError
 
     if args.clip and args.no_clip:
         raise InputError("--clip and --no-clip contradict each other")
@@ -118,8 +120,8 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from indexes.collection import Collection
-    from service.routes.health import CAPTIONS_ONLY
+    from mmrag.indexes.collection import Collection
+    from mmrag.service.routes.health import CAPTIONS_ONLY
 
     collection = Collection(args.index)
     manifest = collection.manifest

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from service.commands.options import add_generation_options, settings_from
+from mmrag.core.options import add_generation_options, settings_from
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -35,9 +35,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_rationale(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from indexes.errors import InputError
-    from indexes.images import decode_image
-    from service.components import build_engine, build_rationale_writer, build_retriever
+    from mmrag.core.components import build_engine, build_rationale_writer, build_retriever
+    from mmrag.indexes.errors import InputError
+    from mmrag.indexes.images import decode_image
 
     try:
         image = args.image.read_bytes()

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from service.commands.options import add_retrieval_options
+from mmrag.core.options import setting_flag
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -35,15 +35,18 @@ def register(commands: argparse._SubParsersAction) -> None:
         default=2,
         help="sources an answer keeps, for fitting the selection threshold",
     )
-    add_retrieval_options(calibrate)
+    # Calibration fits every list of the chosen retrievers; fusion is what it makes possible.
+    setting_flag(calibrate, "retrievers")
+    setting_flag(calibrate, "device")
     calibrate.set_defaults(run=run_calibrate)
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from indexes.collection import Collection
-    from indexes.corpus.webqa import iter_questions
-    from indexes.manifest import discard_unverified_calibration, record_calibration
-    from retrieval.hybrid import HybridRetriever, fit_calibration
+    from mmrag.evaluation.metrics.retrieval import source_f1
+    from mmrag.indexes.collection import Collection
+    from mmrag.indexes.corpus.webqa import iter_questions
+    from mmrag.indexes.manifest import discard_unverified_calibration, record_calibration
+    from mmrag.retrieval.hybrid import HybridRetriever, fit_calibration
 
     discarded = discard_unverified_calibration(args.index)
     if discarded:
@@ -56,7 +59,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         if args.split == "all" or question.split == args.split
     )
     calibration = fit_calibration(
-        retriever, questions, depth=args.depth, max_sources=args.max_sources
+        retriever, questions, source_f1, depth=args.depth, max_sources=args.max_sources
     )
     path = calibration.save(args.index)
     record_calibration(args.index)

@@ -6,8 +6,10 @@ import argparse
 import json
 import textwrap
 from pathlib import Path
+from typing import get_args
 
-from service.commands.options import add_config_option, add_retrieval_options, settings_from
+from mmrag.core.options import add_config_option, add_retrieval_options, settings_from
+from mmrag.retrieval.types import ModalityFilter
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -15,7 +17,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     search.add_argument("question")
     search.add_argument("--index", type=Path, required=True)
     search.add_argument("--k", type=int, default=10, help="number of hits (default 10)")
-    search.add_argument("--modality", choices=["all", "image", "text"], default="all")
+    search.add_argument("--modality", choices=get_args(ModalityFilter), default="all")
     add_config_option(search)
     add_retrieval_options(search)
     search.add_argument("--json", action="store_true", help="print a JSON list of hits")
@@ -23,8 +25,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    from service.components import build_retriever
-    from service.schemas import SearchHit
+    from mmrag.core.components import build_retriever
+    from mmrag.service.schemas import SearchHit
 
     retriever = build_retriever(settings_from(args))
     candidates = retriever.search(args.question, args.k, args.modality)

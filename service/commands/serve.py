@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
-from service.commands.options import add_pipeline_options, settings_from
+from mmrag.core.options import add_pipeline_options, setting_flag, settings_from
 
 # On SIGTERM, requests in flight get this long to finish; then their connections are closed.
 GRACEFUL_SHUTDOWN_S = 5
@@ -14,10 +13,8 @@ GRACEFUL_SHUTDOWN_S = 5
 
 def register(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser("serve", help="start the HTTP service")
-    serve.add_argument("--index", type=Path, help="index directory (default: settings)")
-    serve.add_argument("--host", help="bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (default 8000)")
-    serve.add_argument("--workers", type=int, help="server processes (default 1)")
+    for name in ("index", "host", "port", "workers"):
+        setting_flag(serve, name)
     add_pipeline_options(serve)
     serve.set_defaults(run=run_serve)
 
@@ -25,8 +22,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from service.app import create_app
-    from service.components import build_pipeline
+    from mmrag.core.components import build_pipeline
+    from mmrag.service.app import create_app
 
     settings = settings_from(args)
     if settings.workers > 1 and settings.torch_threads is None:
@@ -50,7 +47,7 @@ def run_serve(args: argparse.Namespace) -> int:
     del pipeline
     os.environ.update(settings.to_env())
     uvicorn.run(
-        "service.app:create_app",
+        "mmrag.service.app:create_app",
         factory=True,
         workers=settings.workers,
         host=settings.host,

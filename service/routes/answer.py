@@ -10,10 +10,10 @@ from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
 from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from indexes.errors import InputError
-from service.pipeline import QAResult, QARun
-from service.routes.common import ERRORS, check_answer_request, settings_of
-from service.schemas import AnswerRequest, AnswerResponse
+from mmrag.core.pipeline import QAResult, QARun
+from mmrag.indexes.errors import InputError
+from mmrag.service.routes.common import ERRORS, check_answer_request, settings_of
+from mmrag.service.schemas import AnswerRequest, AnswerResponse
 
 router = APIRouter()
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi import HTTPException, Request
 
-from service.config import Settings
-from service.schemas import AnswerRequest, ErrorOut, SearchRequest
+from mmrag.core.settings import Settings
+from mmrag.service.schemas import AnswerRequest, ErrorOut, SearchRequest
 
 
 def error(description: str) -> dict[str, Any]:

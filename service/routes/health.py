@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from retrieval.hybrid import HybridRetriever
-from service.schemas import Health, Readiness
+from mmrag.retrieval.hybrid import HybridRetriever
+from mmrag.service.schemas import Health, Readiness
 
 router = APIRouter()
 

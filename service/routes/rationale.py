@@ -8,10 +8,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 
-from indexes.errors import InputError
-from indexes.images import ImageNotFound, decode_image
-from service.routes.common import ERRORS, NOT_FOUND, check_question_length, settings_of
-from service.schemas import RationaleResponse
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.images import ImageNotFound, decode_image
+from mmrag.service.routes.common import ERRORS, NOT_FOUND, check_question_length, settings_of
+from mmrag.service.schemas import RationaleResponse
 
 router = APIRouter()
 
@@ -60,6 +60,6 @@ async def rationale(
 
 
 def writer_for(state, choose: str):
-    from service.components import build_rationale_writer
+    from mmrag.core.components import build_rationale_writer
 
     return build_rationale_writer(state.pipeline.writer.engine, choose)

@@ -7,9 +7,9 @@ import time
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 
-from indexes.errors import InputError
-from service.routes.common import ERRORS, check_search_request
-from service.schemas import SearchHit, SearchRequest, SearchResponse
+from mmrag.indexes.errors import InputError
+from mmrag.service.routes.common import ERRORS, check_search_request
+from mmrag.service.schemas import SearchHit, SearchRequest, SearchResponse
 
 router = APIRouter()
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from indexes.errors import InputError
-from indexes.images import ImageNotFound, image_media_type
-from service.routes.common import NOT_FOUND, error
-from service.schemas import SourceOut
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.images import ImageNotFound, image_media_type
+from mmrag.service.routes.common import NOT_FOUND, error
+from mmrag.service.schemas import SourceOut
 
 router = APIRouter()
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from indexes.collection import Collection
-from indexes.errors import InputError
-from retrieval.hybrid import HybridRetriever
-from retrieval.rerank import (
+from mmrag.core.pipeline import QAPipeline
+from mmrag.core.settings import Settings
+from mmrag.indexes.collection import Collection
+from mmrag.indexes.errors import InputError
+from mmrag.retrieval.hybrid import HybridRetriever
+from mmrag.retrieval.rerank import (
     VLP_THRESHOLD,
     CrossEncoderScorer,
     JudgeScorer,
     RelevanceScorer,
     SourceSelector,
 )
-from service.config import Settings
-from service.pipeline import QAPipeline
 
 
 def build_retriever(settings: Settings) -> HybridRetriever:
@@ -23,7 +23,7 @@ def build_retriever(settings: Settings) -> HybridRetriever:
 
 
 def build_engine(settings: Settings):
-    from generation.engines import load_engine
+    from mmrag.generation.engines import load_engine
 
     return load_engine(
         settings.engine,
@@ -40,14 +40,11 @@ def build_scorer(settings: Settings, retriever: HybridRetriever, engine) -> Rele
     if choice in ("auto", "none"):
         return None
     if choice == "lm-judge":
-        from generation.judge import LMJudge
+        from mmrag.generation.judge import LMJudge
 
         return JudgeScorer(LMJudge(engine, images=image_bytes(retriever)))
-    if choice.startswith("cross-encoder:"):
-        return CrossEncoderScorer(choice.removeprefix("cross-encoder:"), device=settings.device)
-    raise InputError(
-        f"unknown reranker {choice!r}; use auto, none, lm-judge or cross-encoder:NAME_OR_PATH"
-    )
+    # Settings accept nothing else: cross-encoder:NAME_OR_PATH.
+    return CrossEncoderScorer(choice.removeprefix("cross-encoder:"), device=settings.device)
 
 
 def image_bytes(retriever: HybridRetriever):
@@ -81,7 +78,7 @@ def selection_threshold(
 
 
 def build_pipeline(settings: Settings) -> QAPipeline:
-    from generation.writer import AnswerWriter
+    from mmrag.generation.writer import AnswerWriter
 
     if settings.torch_threads:
         import torch
@@ -103,9 +100,9 @@ def build_pipeline(settings: Settings) -> QAPipeline:
 
 def build_rationale_writer(engine, choose: str = "similarity"):
     """A-OKVQA mode on an engine already loaded; MiniLM embeds answers to pick the choice."""
-    from generation.rationale import RationaleWriter
-    from indexes.encoders.loading import text_encoder
-    from indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
+    from mmrag.generation.rationale import RationaleWriter
+    from mmrag.indexes.encoders.loading import text_encoder
+    from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
 
     return RationaleWriter(
         engine, choose=choose, embed=text_encoder(DEFAULT_TEXT_EMBEDDER).encode_texts

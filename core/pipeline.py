@@ -22,11 +22,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from generation.types import Answer
-from generation.writer import AnswerWriter
-from retrieval.hybrid import HybridRetriever
-from retrieval.rerank import Selection, SourceSelector
-from retrieval.types import ModalityFilter
+from mmrag.generation.types import Answer
+from mmrag.generation.writer import AnswerWriter
+from mmrag.retrieval.hybrid import HybridRetriever
+from mmrag.retrieval.rerank import Selection, SourceSelector
+from mmrag.retrieval.types import ModalityFilter
 
 # How long past the deadline a consumer waits for the worker to report the timeout itself.
 DEADLINE_GRACE_S = 0.5

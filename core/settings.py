@@ -10,8 +10,11 @@ from typing import Any
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from indexes.errors import InputError
-from indexes.images import MAX_IMAGE_PIXELS
+from mmrag.generation.engines.base import EngineName
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.images import MAX_IMAGE_PIXELS
+from mmrag.retrieval.rerank import RerankerChoice
+from mmrag.retrieval.types import FusionMethod, RetrieverName
 
 
 class Settings(BaseSettings):
@@ -20,23 +23,29 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MMRAG_", extra="forbid")
 
     index: Path = Field(Path("var/sample-index"), description="index directory to serve")
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=1, le=65535)
+    host: str = Field("127.0.0.1", description="address the service binds")
+    port: int = Field(8000, ge=1, le=65535, description="port the service listens on")
     max_question_chars: int = Field(1000, ge=1, description="longer questions get a 422")
     max_k: int = Field(100, ge=1, description="largest k a client may ask for")
-    retrievers: list[str] | None = Field(
-        None, description="subset of bm25, text, clip; default: every one the index has"
+    retrievers: list[RetrieverName] | None = Field(
+        None, description="retrievers to use; default: every one the index has"
     )
-    fusion: str = Field("auto", description="auto, raw, rrf or calibrated")
+    fusion: FusionMethod = Field(
+        "auto",
+        description="how lists are fused; auto: calibrated when the index has a "
+        "calibration, else rrf",
+    )
     device: str | None = Field(None, description="cpu, cuda, cuda:1 (default: cuda when present)")
-    engine: str = Field("llamacpp", description="llamacpp, openai, vllm or transformers")
+    engine: EngineName = Field(
+        "llamacpp", description="generator backend; llamacpp runs the embedded SmolLM2"
+    )
     model: str | None = Field(
         None, description="generator model (hub name, path or served name); default: embedded"
     )
     engine_url: str | None = Field(None, description="base URL of an OpenAI-compatible server")
     api_key: str | None = Field(None, description="API key for engine_url, if it needs one")
     max_tokens: int = Field(96, ge=8, description="longest answer in tokens")
-    reranker: str = Field(
+    reranker: RerankerChoice = Field(
         "auto",
         description="auto (calibrated retrieval scores when present), none, lm-judge, "
         "or cross-encoder:NAME_OR_PATH",
