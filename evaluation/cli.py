@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mmrag.evaluation.runs import cli as runs
+from mmrag.evaluation.runs import aokvqa as aokvqa_run
+from mmrag.evaluation.runs import webqa as webqa_run
 
 BENCHMARKS = ("webqa", "aokvqa", "stvqa", "toloka", "vlqa")
 
@@ -51,7 +52,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     webqa.add_argument("--fl-batch-size", type=int, default=16, help="default %(default)s")
     score.set_defaults(run=run_score)
 
-    runs.register(actions)
+    run = actions.add_parser(
+        "run",
+        help="run mmrag over a benchmark, write official predictions, score and report",
+        description="Answer a benchmark's questions with mmrag, write the official submission "
+        "file (atomically; resumable from OUT.partial.jsonl), score it and write OUT.report.md "
+        "with charts beside it. Everything that can be refused is checked before any model "
+        "loads.",
+    )
+    benches = run.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    for bench in (webqa_run, aokvqa_run):
+        bench.add_parser(benches)
 
 
 def _inputs(args: argparse.Namespace) -> None:

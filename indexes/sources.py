@@ -41,13 +41,3 @@ class Source:
             url=record.get("url") or "",
             image_ref=record.get("image_ref"),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One index's opinion of one source; retrievers fuse these into a ranking."""
-
-    source_id: str
-    modality: Modality
-    score: float
-    retriever: str

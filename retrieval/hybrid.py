@@ -184,9 +184,6 @@ class HybridRetriever:
         fused = {row: 0.0 for row in rows} | self.fuse(lists)
         return self._candidates(fusion.ranked(fused, len(fused)))
 
-    def search_per_modality(self, question: str, k: int = 10) -> dict[Modality, list[Candidate]]:
-        return {modality: self.search(question, k, modality) for modality in MODALITIES}
-
 
 def fit_calibration(
     retriever: HybridRetriever,

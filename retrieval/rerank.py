@@ -9,9 +9,8 @@ imports generation).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Protocol
 
@@ -108,7 +107,6 @@ class ScoredSource:
 class Selection:
     selected: list[ScoredSource]
     considered: list[ScoredSource]
-    timings: dict[str, float] = field(default_factory=dict)
 
 
 class SourceSelector:
@@ -146,12 +144,10 @@ class SourceSelector:
         if cap < 1:
             raise InputError(f"max_sources must be at least 1, got {cap}")
         pool = list(candidates)[: self.k]
-        started = time.perf_counter()
         if self.scorer is None:
             relevance = np.array([c.score for c in pool])
         else:
             relevance = self.scorer.relevance(question, [c.source for c in pool])
-        seconds = time.perf_counter() - started
         considered = sorted(
             (
                 ScoredSource(c.source, float(p), c.score, c.rank)
@@ -164,10 +160,6 @@ class SourceSelector:
         return Selection(
             selected=considered[: min(chosen, cap)],
             considered=considered,
-            timings={
-                "rerank_s": seconds,
-                "rerank_per_candidate_ms": 1000 * seconds / max(1, len(pool)),
-            },
         )
 
 

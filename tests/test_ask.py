@@ -12,7 +12,7 @@ import pytest
 from mmrag.core.components import build_pipeline
 from mmrag.core.settings import Settings
 from mmrag.service.schemas import AnswerResponse
-from tests.conftest import assert_one_line_error, free_port, run_mmrag
+from tests.helpers import assert_one_line_error, free_port, run_mmrag
 
 # A second sentence: a full word (not an abbreviation like "St.") ends, then a capital follows.
 SECOND_SENTENCE = re.compile(r"\b\w{4,}[.!?]\s+[A-Z]")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_one_line_error, run_mmrag
+from tests.helpers import assert_one_line_error, run_mmrag
 
 
 def test_build_prints_summary_and_search_prints_hits(tiny_webqa, tmp_path: Path):

@@ -23,9 +23,9 @@ def test_build_then_search_by_modality(tiny_webqa, tmp_path: Path):
     assert merged[0].source.id == "30000000"
     texts = retriever.search("Harbor Inn door lighthouse", k=5, modality="text")
     assert texts and all(c.source.modality == "text" for c in texts)
-    per_modality = retriever.search_per_modality("Dunmore lighthouse", k=2)
-    assert per_modality["text"][0].source.id == "s-light"
-    assert all(c.source.modality == "image" for c in per_modality["image"])
+    assert retriever.search("Dunmore lighthouse", k=2, modality="text")[0].source.id == "s-light"
+    images = retriever.search("Dunmore lighthouse", k=2, modality="image")
+    assert images and all(c.source.modality == "image" for c in images)
 
 
 def test_store_finds_sources_by_id_and_images_by_reference(tiny_webqa, tmp_path: Path):

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 DOCKERFILES = sorted((REPO / "docker").glob("Dockerfile.*"))
 
@@ -43,3 +43,15 @@ def test_images_copy_every_package_and_never_put_torchvision_on_cpu(dockerfile):
     if dockerfile.name.endswith("cpu"):
         assert "whl/cpu" in text
         assert not any("torchvision" in line for line in installs)
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_images_copy_every_package_folder(dockerfile):
+    """A folder left out of the image installs an `mmrag` without it."""
+    import tomllib
+
+    folders = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-dir"
+    ].values()
+    text = dockerfile.read_text()
+    assert all(f"COPY {folder}/ {folder}/" in text for folder in folders)

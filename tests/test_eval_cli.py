@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_one_line_error, run_mmrag
+from tests.helpers import assert_one_line_error, run_mmrag
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOLOKA_GOLD = str(FIXTURES / "toloka" / "train_sample.csv")

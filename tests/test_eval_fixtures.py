@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_mmrag
+from tests.helpers import run_mmrag
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

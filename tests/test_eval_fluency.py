@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mmrag.evaluation.errors import EvaluationError
-from tests.conftest import run_mmrag, text_fact
 from tests.fixtures.tiny_bart import build_tiny_bart
+from tests.helpers import run_mmrag, text_fact
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from PIL import Image
 
 from mmrag.evaluation.errors import EvaluationError
 from mmrag.evaluation.runs.checkpoint import Checkpoint, partial_path
-from tests.conftest import MMRAG, REPO, SAMPLE, SAMPLE_JSON, assert_one_line_error, run_mmrag
+from tests.helpers import MMRAG, REPO, SAMPLE, SAMPLE_JSON, assert_one_line_error, run_mmrag
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SENTENCE_END = (".", "!", "?", '"')

@@ -15,7 +15,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import positive_data_acceptance
 
-from tests.conftest import running_mmrag_server
+from tests.helpers import running_mmrag_server
 
 FUZZ_SETTINGS = {
     "deadline": None,

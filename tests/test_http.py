@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from mmrag.core.settings import Settings
 from mmrag.service.app import create_app
-from tests.conftest import running_mmrag_server
+from tests.helpers import running_mmrag_server
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from mmrag.indexes.images import (
     image_media_type,
 )
 from mmrag.service.routes import sources
-from tests.conftest import image_fact, jpeg_bytes, write_imgs_tsv
+from tests.helpers import image_fact, jpeg_bytes, write_imgs_tsv
 
 
 def test_lineidx_seeks_each_image_regardless_of_file_order(tmp_path):

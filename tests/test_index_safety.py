@@ -19,7 +19,7 @@ import pytest
 from mmrag.indexes import atomic
 from mmrag.indexes.collection import Collection, build_index
 from mmrag.indexes.errors import InputError
-from tests.conftest import MMRAG, REPO, assert_one_line_error, run_mmrag
+from tests.helpers import MMRAG, REPO, assert_one_line_error, run_mmrag
 
 # A build that SIGKILLs itself at one point of the swap: argv = corpus, out, point.
 # "after-exchange": the exchange is done, the old index (now in the temp name) not yet deleted.

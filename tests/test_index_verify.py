@@ -17,7 +17,7 @@ from mmrag.indexes.encoders.base import EncoderInfo, l2_normalise
 from mmrag.indexes.errors import IndexFormatError
 from mmrag.indexes.manifest import MANIFEST_NAME
 from mmrag.retrieval.calibration import Calibration
-from tests.conftest import MMRAG, REPO, SAMPLE_JSON, assert_one_line_error, free_port, run_mmrag
+from tests.helpers import MMRAG, REPO, SAMPLE_JSON, assert_one_line_error, free_port, run_mmrag
 
 
 class HashEncoder:

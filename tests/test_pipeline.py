@@ -13,7 +13,7 @@ from mmrag.core.components import build_pipeline
 from mmrag.core.pipeline import QAPipeline
 from mmrag.core.settings import Settings
 from mmrag.generation.writer import AnswerWriter
-from tests.conftest import running_llama_server
+from tests.helpers import running_llama_server
 
 QUESTION = "What color is the door of the Harbor Inn?"
 
@@ -103,3 +103,33 @@ def test_an_engine_that_hangs_before_its_first_token_meets_the_deadline(
     assert result.answer.generation_error == "generation timed out after 1 s"
     assert result.answer.sources and result.answer.text == ""
     assert elapsed < 4, elapsed
+
+
+def test_the_route_the_cli_and_the_eval_run_each_call_the_pipeline_once_per_question(
+    pipeline, hybrid_index: Path, sample_questions, monkeypatch, capsys
+):
+    from fastapi.testclient import TestClient
+
+    from mmrag.evaluation.runs.webqa import WebQARunner
+    from mmrag.service.app import create_app
+    from mmrag.service.cli import main
+
+    calls: list[str] = []
+    original = QAPipeline.run
+
+    def counted(self, question, **options):
+        calls.append(question)
+        return original(self, question, **options)
+
+    monkeypatch.setattr(QAPipeline, "run", counted)
+    with TestClient(create_app(Settings(index=hybrid_index), pipeline)) as client:
+        assert client.post("/v1/answer", json={"question": QUESTION}).status_code == 200
+        streamed = client.post("/v1/answer", json={"question": QUESTION, "stream": True})
+        assert streamed.status_code == 200
+    assert calls == [QUESTION, QUESTION]
+    assert main(["ask", QUESTION, "--index", str(hybrid_index), "--json"]) == 0
+    assert calls == [QUESTION] * 3 and '"citations"' in capsys.readouterr().out
+    question = next(q for q in sample_questions if q.split == "val")
+    for setting in ("full", "restricted"):
+        WebQARunner(pipeline, setting)(question)
+    assert calls[3:] == [question.question] * 2

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mmrag.indexes.images import WebQAImageStore
-from tests.conftest import SAMPLE, assert_one_line_error, run_mmrag
+from tests.helpers import SAMPLE, assert_one_line_error, run_mmrag
 
 CHOICES = ["red", "blue", "green", "yellow"]
 

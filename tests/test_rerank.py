@@ -42,7 +42,6 @@ def test_keeps_sources_above_the_vlp_threshold_best_first():
     )
     assert selected_ids(selection) == ["s1", "s2"]
     assert [s.relevance for s in selection.considered] == [0.9, 0.3, 0.19, 0.1]
-    assert selection.timings["rerank_per_candidate_ms"] >= 0
 
 
 def test_caps_at_max_sources_and_only_scores_the_top_k():

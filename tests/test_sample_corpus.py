@@ -10,7 +10,7 @@ from pathlib import Path
 from mmrag.indexes.corpus import CorpusStats, read_corpus
 from mmrag.indexes.corpus.webqa import QCATES
 from mmrag.indexes.images import WebQAImageStore, decode_image
-from tests.conftest import REPO, SAMPLE, SAMPLE_JSON
+from tests.helpers import REPO, SAMPLE, SAMPLE_JSON
 
 FILES = ("WebQA_sample.json", "imgs.tsv", "imgs.lineidx")
 

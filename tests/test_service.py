@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from mmrag.core.components import build_pipeline
 from mmrag.core.settings import Settings
 from mmrag.service.app import create_app
-from tests.conftest import assert_one_line_error, run_mmrag, running_llama_server
+from tests.helpers import assert_one_line_error, run_mmrag, running_llama_server
 
 QUESTION = "What color is the door of the Harbor Inn?"
 
@@ -196,7 +196,7 @@ def test_a_generator_that_goes_down_degrades_to_sources_and_unready(
 
 def test_rationale_from_an_upload_and_from_a_corpus_image(pipeline):
     from mmrag.indexes.images import WebQAImageStore
-    from tests.conftest import SAMPLE
+    from tests.helpers import SAMPLE
 
     door = WebQAImageStore(SAMPLE / "imgs.tsv").read_bytes("30000006")
     form = {

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import MMRAG, free_port, running_process
+from tests.helpers import MMRAG, free_port, running_process
 
 QUESTION = "What color is the door of the Harbor Inn?"
 

@@ -1,19 +1,24 @@
-"""The partial results of a run, so an interrupted benchmark run resumes where it stopped.
+"""What every `eval run` shares: the resumable partial file, the question loop, option checks.
 
 `OUT.partial.jsonl` starts with a header line naming what was run (benchmark, setting, index,
 split, models...), then one line per finished question, flushed as soon as it is written. A
 Ctrl-C or a crash loses at most the question in flight. Resuming a partial file of a different
 run would mix two systems' answers in one submission, so the header must match. The final
 prediction file is written atomically and only then is the partial file removed.
+
+Questions run in file order, so a run is deterministic given its models. Everything a run can
+refuse (options, data files, a partial file of another run) is checked before any model loads.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from mmrag.evaluation.errors import EvaluationError
 from mmrag.indexes.atomic import atomic_write_text
@@ -132,3 +137,78 @@ def _parse(path: Path, number: int, line: str) -> Any:
         return json.loads(line)
     except json.JSONDecodeError:
         raise EvaluationError(f"{path}: line {number} is not JSON; delete the file") from None
+
+
+T = TypeVar("T")
+
+
+def progress_bar(total: int, initial: int, desc: str) -> Any:
+    """tqdm on stderr, off when stderr is not a terminal (logs and CI stay clean)."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        initial=initial,
+        desc=desc,
+        unit="q",
+        file=sys.stderr,
+        disable=not sys.stderr.isatty(),
+        dynamic_ncols=True,
+    )
+
+
+def run_items(
+    items: Sequence[T],
+    key: Callable[[T], str],
+    work: Callable[[T], dict[str, Any]],
+    checkpoint: Checkpoint,
+    *,
+    desc: str,
+) -> int:
+    """Run `work` on every item the checkpoint lacks; returns how many ran in this process."""
+    todo = [item for item in items if key(item) not in checkpoint.records]
+    bar = progress_bar(len(items), len(items) - len(todo), desc)
+    ran = 0
+    try:
+        for item in todo:
+            checkpoint.append(key(item), work(item))
+            ran += 1
+            bar.update()
+    except KeyboardInterrupt:
+        saved = len(items) - len(todo) + ran
+        if checkpoint.path.exists():
+            print(
+                f"mmrag: {saved} of {len(items)} questions saved in {checkpoint.path}; "
+                "rerun with --resume to continue",
+                file=sys.stderr,
+            )
+        raise
+    finally:
+        bar.close()
+        checkpoint.close()
+    return ran
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options every `eval run BENCH` takes."""
+    parser.add_argument("--out", type=Path, required=True, help="prediction file to write")
+    parser.add_argument("--limit", type=int, help="only the first N questions of the split")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue from OUT.partial.jsonl of the same run"
+    )
+
+
+def check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise EvaluationError(f"--limit must be at least 1, got {limit}")
+
+
+def check_file(option: str, path: Path | None) -> None:
+    """An optional input file given on the command line must exist: said before models load."""
+    if path is not None and not path.is_file():
+        raise EvaluationError(f"{option} {path}: no such file")
+
+
+def print_warnings(warnings: list[str]) -> None:
+    for warning in warnings:
+        print(f"mmrag: warning: {warning}", file=sys.stderr)

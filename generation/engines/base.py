@@ -151,11 +151,6 @@ class StopCutter:
         return out
 
 
-def cut_at_stop(text: str, stop: list[str] | None) -> str:
-    cutter = StopCutter(stop)
-    return cutter.feed(text) + cutter.flush()
-
-
 def load_engine(
     kind: str = "llamacpp",
     model: str | None = None,
