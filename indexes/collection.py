@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.indexes.atomic import atomic_directory
-from mmrag.indexes.bm25 import BM25_DIR, BM25Index, BM25Params
+from mmrag.indexes.bm25 import BM25_DIR, OCR_BM25_DIR, BM25Index, BM25Params
 from mmrag.indexes.corpus import CorpusStats, read_corpus
 from mmrag.indexes.corpus.reader import corpus_format
 from mmrag.indexes.dense import DENSE_DIR, DenseIndex
@@ -34,6 +34,7 @@ from mmrag.indexes.manifest import (
     read_manifest,
     write_manifest,
 )
+from mmrag.indexes.ocr.build import OcrOptions, build_ocr
 from mmrag.indexes.sources import Modality, Source
 from mmrag.indexes.store import STORE_DIR, SourceStore, SourceStoreWriter
 
@@ -54,15 +55,23 @@ class BuildReport:
     bytes: int = 0
     components: list[str] = field(default_factory=list)
     unreadable_images: int = 0
+    ocr: dict[str, Any] | None = None  # the manifest's OCR summary, when built with OCR
 
     def summary(self) -> str:
         counts = ", ".join(f"{n} {m}" for m, n in sorted(self.sources.items()))
         unreadable = (
             f"; {self.unreadable_images} images unreadable" if self.unreadable_images else ""
         )
+        ocr = ""
+        if self.ocr:
+            ocr = (
+                f"; OCR: text in {self.ocr['images_with_text']} of {self.ocr['images']} images, "
+                f"{self.ocr['lines']} lines ({self.ocr['read']} read, {self.ocr['cached']} "
+                f"cached, {self.ocr['unreadable']} unreadable) in {self.ocr['seconds']:.1f} s"
+            )
         return (
             f"indexed {sum(self.sources.values())} sources ({counts}; "
-            f"{self.duplicates} duplicates skipped{unreadable}) into {self.path} "
+            f"{self.duplicates} duplicates skipped{unreadable}{ocr}) into {self.path} "
             f"[{', '.join(self.components)}; {self.bytes / 1e6:.1f} MB] in {self.seconds:.1f} s"
         )
 
@@ -132,12 +141,16 @@ def build_index(
     dense_factory: str = "auto",
     progress: Callable[[Iterator[Source]], Iterator[Source]] = lambda it: it,
     encode_progress: Progress = lambda items, label, total: items,
+    ocr: OcrOptions | None = None,
+    ocr_progress: Progress = lambda items, label, total: items,
     force: bool = False,
 ) -> BuildReport:
     """Build in a temp directory, then swap it into place: a crash never leaves half an index.
 
     Every image is probed as its source streams past (see `indexes.images`); one that is
-    missing or corrupt is counted, not fatal, and CLIP's decode failures join the count.
+    missing or corrupt is counted, not fatal, and CLIP's and OCR's decode failures join the
+    count. With `ocr`, the text in every image is read (`indexes.ocr.build`) after the corpus
+    pass, through a cache beside the index that lets a killed build resume.
     """
     started = time.perf_counter()
     image_path = Path(images) if images else None
@@ -167,6 +180,14 @@ def build_index(
         if stats.total == 0:
             raise CorpusError(f"{', '.join(map(str, corpora))}: no sources found")
         index.save(tmp)
+        ocr_entries: dict[str, Any] = {}
+        if ocr is not None:
+            if image_store is None:
+                raise CorpusError("OCR reads the images: pass --images (or a JSONL corpus)")
+            ocr_entries, failed = build_ocr(
+                tmp, SourceStore(tmp), image_store, ocr, index.params, progress=ocr_progress
+            )
+            unreadable.update(failed)
         dense = build_dense(
             tmp,
             SourceStore(tmp),
@@ -186,11 +207,13 @@ def build_index(
                 "sources": {"total": stats.total, **stats.by_modality},
                 "images": image_config and {**image_config, "unreadable": len(unreadable)},
                 "store": {"files": describe_files(tmp, STORE_DIR)},
+                **({"ocr": ocr_entries["ocr"]} if ocr_entries else {}),
                 "components": {
                     "bm25": {
                         "params": asdict(index.params),
                         "files": describe_files(tmp, BM25_DIR),
                     },
+                    **({OCR_BM25_DIR: ocr_entries[OCR_BM25_DIR]} if ocr_entries else {}),
                     **{f"dense/{name}": entry for name, entry in dense.items()},
                 },
             },
@@ -202,8 +225,13 @@ def build_index(
         duplicates=stats.duplicates,
         seconds=time.perf_counter() - started,
         bytes=size,
-        components=["bm25", *(f"dense/{name}" for name in dense)],
+        components=[
+            "bm25",
+            *([OCR_BM25_DIR] if ocr_entries else []),
+            *(f"dense/{name}" for name in dense),
+        ],
         unreadable_images=len(unreadable),
+        ocr=ocr_entries.get("ocr"),
     )
 
 
@@ -227,6 +255,10 @@ class Collection:
         self.bm25 = BM25Index.load(self.root)
         if self.bm25.params != BM25Params(**components["bm25"]["params"]):
             raise IndexFormatError(f"{self.root}: BM25 parameters disagree with the manifest")
+        # BM25 over the text read in images, when the index was built with --ocr.
+        self.ocr_bm25 = (
+            BM25Index.load(self.root, name=OCR_BM25_DIR) if OCR_BM25_DIR in components else None
+        )
         self._images: ImageStore | None = None
         self._dense: dict[str, DenseIndex] = {}
         self.dense_components = {
@@ -263,6 +295,11 @@ class Collection:
     @property
     def has_clip(self) -> bool:
         return "clip-image" in self.dense_components
+
+    @property
+    def ocr(self) -> dict[str, Any] | None:
+        """The build's OCR summary (images read, with text, lines kept), or None without."""
+        return self.manifest.get("ocr")
 
 
 def _open_images(root: Path, config: dict[str, Any] | None) -> ImageStore | None:

@@ -1,4 +1,5 @@
-"""Encode a built store into dense components: text embedder per modality, CLIP over images."""
+"""Encode a built store into dense components: text embedder per modality and over the text read
+in images ("text-ocr", only rows that have some), CLIP over images."""
 
 from __future__ import annotations
 
@@ -16,23 +17,36 @@ from mmrag.indexes.encoders.prefetch import prefetch_batches
 from mmrag.indexes.errors import CorpusError
 from mmrag.indexes.images import ImageStore
 from mmrag.indexes.manifest import describe_files
-from mmrag.indexes.sources import Modality
+from mmrag.indexes.sources import OCR, Modality, Source
 from mmrag.indexes.store import SourceStore
 
 TEXT_BATCH = 256
 Progress = Callable[[Iterable, str, int], Iterable]
 
 
-def component_name(kind: str, modality: Modality) -> str:
+def component_name(kind: str, modality: str) -> str:
     return f"{kind}-{modality}"
 
 
+def _search_text(source: Source) -> str:
+    return source.search_text
+
+
+def _ocr_text(source: Source) -> str:
+    return source.ocr_text
+
+
 def _encode_texts(
-    encoder: TextEncoder, store: SourceStore, rows: np.ndarray, progress: Progress, label: str
+    encoder: TextEncoder,
+    store: SourceStore,
+    rows: np.ndarray,
+    progress: Progress,
+    label: str,
+    text_of: Callable[[Source], str] = _search_text,
 ) -> np.ndarray:
     chunks = [rows[i : i + TEXT_BATCH] for i in range(0, len(rows), TEXT_BATCH)]
     parts = [
-        encoder.encode_texts([store.get(int(row)).search_text for row in chunk])
+        encoder.encode_texts([text_of(store.get(int(row))) for row in chunk])
         for chunk in progress(chunks, label, len(chunks))
     ]
     return np.concatenate(parts) if parts else np.empty((0, encoder.info.dim), np.float32)
@@ -78,11 +92,14 @@ def build_dense(
 ) -> dict[str, Any]:
     """Write every dense component under root/dense; return their manifest entries.
 
-    References of images CLIP could not decode are added to `unreadable`, when given.
+    References of images CLIP could not decode are added to `unreadable`, when given. A store
+    with OCR lines gets "text-ocr" vectors of the images that have text.
     """
-    plans: list[tuple[str, Any, Modality]] = []
+    plans: list[tuple[str, Any, Modality | str]] = []
     if text_embedder is not None:
         plans += [("text", text_embedder, "image"), ("text", text_embedder, "text")]
+        if store.ocr_offsets is not None:
+            plans.append(("text", text_embedder, OCR))
     if clip is not None:
         if images is None:
             raise CorpusError(
@@ -92,13 +109,17 @@ def build_dense(
     unreadable = set() if unreadable is None else unreadable
     components: dict[str, Any] = {}
     for kind, encoder, modality in plans:
-        rows = store.rows_by_modality[modality]
         name = component_name(kind, modality)
-        if kind == "clip":
+        if modality == OCR:
+            rows = store.rows_with_ocr()
+            vectors = _encode_texts(encoder, store, rows, progress, f"{name} vectors", _ocr_text)
+        elif kind == "clip":
+            rows = store.rows_by_modality[modality]
             vectors = _encode_images(
                 encoder, store, rows, images, progress, image_batch, workers, unreadable
             )
         else:
+            rows = store.rows_by_modality[modality]
             vectors = _encode_texts(encoder, store, rows, progress, f"{name} vectors")
         index = DenseIndex.build(vectors, rows, encoder.info, factory)
         folder = root / DENSE_DIR / name

@@ -2,8 +2,10 @@
 
 Every retriever searches each modality separately ("bm25/image", "bm25/text", "text/image",
 "text/text", "clip/image") so that `modality` can restrict cheaply and fusion sees each list's
-own score scale. `fusion="raw"` (BM25 alone) merges raw scores, which share one index's
-statistics; across retrievers use "rrf" or "calibrated".
+own score scale. An index built with OCR adds lists over the text read in images ("bm25/ocr",
+"text/ocr"; their rows are images), fused and calibrated like any other. `fusion="raw"` (BM25
+alone) merges raw scores, which share one index's statistics; across retrievers (or with OCR
+lists, which have their own BM25 statistics) use "rrf" or "calibrated".
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from mmrag.indexes.encoders.base import EncoderInfo
 from mmrag.indexes.encoders.batching import shared_batcher
 from mmrag.indexes.encoders.loading import check_same_encoder, encoder_for
 from mmrag.indexes.errors import InputError
-from mmrag.indexes.sources import MODALITIES, Modality
+from mmrag.indexes.sources import MODALITIES, OCR, Modality
 from mmrag.indexes.store import MODALITY_CODES
 from mmrag.retrieval import fusion
 from mmrag.retrieval.calibration import Calibration, fit_logistic
@@ -85,7 +87,7 @@ class HybridRetriever:
         if method not in FUSIONS:
             raise InputError(f"unknown fusion {method!r}; choose from {', '.join(FUSIONS)}")
         if method == "auto":
-            if self.retrievers == ["bm25"]:
+            if self.retrievers == ["bm25"] and self.collection.ocr_bm25 is None:
                 return "raw"
             return "calibrated" if self.calibration else "rrf"
         if method == "calibrated" and self.calibration is None:
@@ -93,8 +95,10 @@ class HybridRetriever:
                 f"{self.collection.root} has no calibration; run `mmrag retrieval calibrate` "
                 "or use --fusion rrf"
             )
-        if method == "raw" and len(self.retrievers) > 1:
-            raise InputError("raw scores of different retrievers are not comparable; use rrf")
+        if method == "raw" and (len(self.retrievers) > 1 or self.collection.ocr_bm25 is not None):
+            raise InputError(
+                "raw scores of different retrievers (or of OCR text) are not comparable; use rrf"
+            )
         return method
 
     def _encoder(self, kind: str, device: str | None):
@@ -105,26 +109,44 @@ class HybridRetriever:
         check_same_encoder(info, entry["probe"], encoder)
         return shared_batcher(encoder)
 
+    def fields(self, modalities: Iterable[Modality]) -> list[str]:
+        """The lists a search covers: one per modality, and "ocr" beside images when the index
+        has text read in them."""
+        fields: list[str] = []
+        for modality in modalities:
+            fields.append(modality)
+            if modality == "image" and self.collection.ocr_bm25 is not None:
+                fields.append(OCR)
+        return fields
+
+    def _bm25_scores(self, question: str, fields: list[str]) -> dict[str, np.ndarray]:
+        """BM25 scores of every row per field: the corpus text, or the OCR text."""
+        main = self.collection.bm25.scores(question)
+        ocr = self.collection.ocr_bm25.scores(question) if OCR in fields else None
+        return {field: ocr if field == OCR else main for field in fields}
+
+    def _rows(self, field: str):
+        return self.collection.rows("image" if field == OCR else field)
+
     def ranked_lists(
         self, question: str, modalities: Iterable[Modality] = MODALITIES, depth: int | None = None
     ) -> fusion.RankedLists:
         depth = depth or self.depth
-        modalities = list(modalities)
+        fields = self.fields(modalities)
         lists: fusion.RankedLists = {}
         if "bm25" in self.retrievers:
-            scores = self.collection.bm25.scores(question)
-            for modality in modalities:
-                rows, values = top_k(scores, depth, self.collection.rows(modality))
+            for field, scores in self._bm25_scores(question, fields).items():
+                rows, values = top_k(scores, depth, self._rows(field))
                 matched = values > 0  # rows sharing no term with the question are not hits
-                lists[f"bm25/{modality}"] = (rows[matched], values[matched])
+                lists[f"bm25/{field}"] = (rows[matched], values[matched])
         for kind, encoder in self._encoders.items():
             query = encoder.encode_texts([question])
-            for modality in modalities:
-                name = f"{kind}-{modality}"
+            for field in fields:
+                name = f"{kind}-{field}"
                 if name in self.collection.dense_components:
                     rows, values = self.collection.dense(name, self.device).search(query, depth)
                     keep = rows[0] >= 0
-                    lists[f"{kind}/{modality}"] = (rows[0][keep], values[0][keep])
+                    lists[f"{kind}/{field}"] = (rows[0][keep], values[0][keep])
         return lists
 
     def fuse(self, lists: fusion.RankedLists) -> dict[int, float]:
@@ -168,19 +190,22 @@ class HybridRetriever:
             rows.append(row)
         rows_array = np.array(sorted(rows), dtype=np.int64)
         codes = np.asarray(store.modality_codes)[rows_array]
-        bm25 = self.collection.bm25.scores(question) if "bm25" in self.retrievers else None
+        fields = self.fields(MODALITIES)
+        bm25 = self._bm25_scores(question, fields) if "bm25" in self.retrievers else None
         queries = {kind: enc.encode_texts([question])[0] for kind, enc in self._encoders.items()}
         lists: fusion.RankedLists = {}
-        for modality in MODALITIES:
-            subset = rows_array[codes == MODALITY_CODES[modality]]
+        for field in fields:
+            subset = rows_array[codes == MODALITY_CODES["image" if field == OCR else field]]
             if bm25 is not None:
-                values = bm25[subset]
-                lists[f"bm25/{modality}"] = best_first(subset[values > 0], values[values > 0])
+                values = bm25[field][subset]
+                lists[f"bm25/{field}"] = best_first(subset[values > 0], values[values > 0])
             for kind, query in queries.items():
-                name = f"{kind}-{modality}"
+                name = f"{kind}-{field}"
                 if name in self.collection.dense_components:
-                    values = self.collection.dense(name, self.device).scores_of(query, subset)
-                    lists[f"{kind}/{modality}"] = best_first(subset, values)
+                    dense = self.collection.dense(name, self.device)
+                    scored = subset[np.isin(subset, dense.rows)]  # OCR: images with text only
+                    values = dense.scores_of(query, scored)
+                    lists[f"{kind}/{field}"] = best_first(scored, values)
         fused = {row: 0.0 for row in rows} | self.fuse(lists)
         return self._candidates(fusion.ranked(fused, len(fused)))
 

@@ -49,7 +49,10 @@ class RelevanceJudge(Protocol):
 
 
 class CrossEncoderScorer:
-    """sentence-transformers CrossEncoder by hub name or path; logits become probabilities."""
+    """sentence-transformers CrossEncoder by hub name or path; logits become probabilities.
+
+    It reads a source's title and text and, for images, the text OCR read in them: a sign's
+    words are often the only thing that relates a photo to the question."""
 
     def __init__(
         self, name_or_path: str, *, device: str | None = None, batch_size: int = 32
@@ -70,7 +73,7 @@ class CrossEncoderScorer:
     def relevance(self, question: str, sources: Sequence[Source]) -> np.ndarray:
         if not sources:
             return np.empty(0)
-        pairs = [(question, source.search_text) for source in sources]
+        pairs = [(question, source.evidence_text) for source in sources]  # OCR text included
         # One-logit heads get a sigmoid from sentence-transformers; several labels a softmax,
         # whose last column is the "relevant" class by convention.
         scores = np.asarray(

@@ -154,3 +154,21 @@ def running_mmrag_server(index: Path, log: Path, *flags: str) -> Iterator[str]:
     command = [*MMRAG, "serve", "--index", str(index), "--port", str(port), *flags]
     with running_process(command, f"{base}/healthz", log):
         yield base
+
+
+def sign_jpeg(*lines: str, size: tuple[int, int] = (400, 150)) -> bytes:
+    """A sign as PP-OCR meets them in photos: dark words on a light board, words well apart
+    (the recogniser glues words set close together). Deterministic bytes."""
+    from PIL import ImageDraw, ImageFont
+
+    image = Image.new("RGB", size, (236, 232, 220))
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=30)
+    for number, line in enumerate(lines):
+        x = 20.0
+        for word in line.split():
+            draw.text((x, 20 + 42 * number), word, fill=(20, 20, 30), font=font)
+            x += draw.textlength(word, font=font) + 18
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()

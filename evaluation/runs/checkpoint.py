@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any, TextIO, TypeVar
 
 from mmrag.evaluation.errors import EvaluationError
 from mmrag.indexes.atomic import atomic_write_text
+from mmrag.indexes.journal import whole_lines
 
 FORMAT = "mmrag eval run checkpoint"
 VERSION = 1
@@ -108,13 +108,7 @@ class Checkpoint:
 def _read(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The header's run description and the records; a torn last line (crash mid-write) is
     dropped and cut from the file so appends continue after the last whole record."""
-    raw = path.read_bytes()
-    whole = raw[: raw.rfind(b"\n") + 1]
-    if len(whole) != len(raw):
-        with path.open("r+b") as handle:
-            handle.truncate(len(whole))
-            os.fsync(handle.fileno())
-    lines = whole.decode("utf-8", errors="replace").splitlines()
+    lines = [line.decode("utf-8", errors="replace") for line in whole_lines(path)]
     header = _parse(path, 1, lines[0]) if lines else None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise EvaluationError(f"{path}: not an `mmrag eval run` partial file; delete it")

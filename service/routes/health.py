@@ -6,8 +6,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
+from mmrag.indexes.collection import Collection
 from mmrag.retrieval.hybrid import HybridRetriever
-from mmrag.service.schemas import Health, Readiness
+from mmrag.service.schemas import Health, OcrStatus, Readiness
 
 router = APIRouter()
 
@@ -16,6 +17,14 @@ CAPTIONS_ONLY = "none: no CLIP checkpoint configured, images are reached through
 
 def describe_images(retriever: HybridRetriever) -> str:
     return "clip" if retriever.collection.has_clip else CAPTIONS_ONLY
+
+
+def describe_ocr(collection: Collection) -> OcrStatus | None:
+    """How much text the build read in the images, or None for an index built without OCR."""
+    summary = collection.ocr
+    if summary is None:
+        return None
+    return OcrStatus(**{name: summary[name] for name in OcrStatus.model_fields})
 
 
 @router.get("/healthz", response_model=Health)
@@ -27,6 +36,7 @@ async def healthz(request: Request) -> Health:
         retrievers=retriever.retrievers,
         fusion=retriever.fusion,
         image_vectors=describe_images(retriever),
+        ocr=describe_ocr(retriever.collection),
     )
 
 

@@ -1,0 +1,127 @@
+"""PP-OCR through rapidocr-onnxruntime: the one real vision model that runs offline here.
+
+Its wheel ships PP-OCRv4 detection and recognition models (Chinese + English characters);
+other ONNX models can be given by path. Every line is kept with its confidence (rapidocr's own
+0.5 cut is turned off) so that a cache of raw lines serves any threshold; `keep` applies the
+threshold where text becomes evidence. On a host where onnxruntime has its CUDA provider
+(`onnxruntime-gpu`), the models run there.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from mmrag.indexes.errors import InputError
+from mmrag.indexes.manifest import file_digest
+from mmrag.indexes.sources import OcrLine
+
+PACKAGE = "rapidocr-onnxruntime"
+MISSING = f"scene-text OCR needs the {PACKAGE} package: pip install {PACKAGE}"
+DEFAULT_MIN_CONFIDENCE = 0.5
+
+
+@dataclass(frozen=True)
+class OcrModels:
+    """Detection and recognition ONNX models by path; None: the ones the wheel ships."""
+
+    det: Path | None = None
+    rec: Path | None = None
+
+    def check(self) -> None:
+        for name, path in (("detection", self.det), ("recognition", self.rec)):
+            if path is not None and not Path(path).is_file():
+                raise InputError(f"{path}: no such OCR {name} model (an .onnx file)")
+
+
+def _package() -> Any:
+    try:
+        import rapidocr_onnxruntime
+    except ImportError:
+        raise InputError(MISSING) from None
+    return rapidocr_onnxruntime
+
+
+def cuda_available() -> bool:
+    import onnxruntime
+
+    return "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+
+
+def keep(lines: list[OcrLine], min_confidence: float) -> list[OcrLine]:
+    """The lines worth citing: confident enough, and with a letter or digit in them (the
+    detector also reads stars, arrows and window grids as "text")."""
+    return [
+        line
+        for line in lines
+        if line.confidence >= min_confidence and any(ch.isalnum() for ch in line.text)
+    ]
+
+
+class OcrReader:
+    """Reads every line of text in an image. Thread-safe: calls are serialised."""
+
+    def __init__(self, models: OcrModels = OcrModels(), *, threads: int | None = None) -> None:
+        models.check()
+        engine = _package().RapidOCR
+        self.device = "cuda" if cuda_available() else "cpu"
+        cuda = self.device == "cuda"
+        options: dict[str, Any] = {
+            "text_score": 0.0,
+            "det_use_cuda": cuda,
+            "cls_use_cuda": cuda,
+            "rec_use_cuda": cuda,
+            "intra_op_num_threads": threads or -1,
+        }
+        if models.det is not None:
+            options["det_model_path"] = str(models.det)
+        if models.rec is not None:
+            options["rec_model_path"] = str(models.rec)
+        self.engine = engine(**options)
+        self.identity = reader_identity(models)
+        self._lock = threading.Lock()
+
+    def read(self, image: Image.Image) -> list[OcrLine]:
+        """Lines in reading order (top to bottom, left to right), unfiltered."""
+        with self._lock:
+            found, _ = self.engine(image)
+        return [
+            OcrLine(
+                text=str(text).strip(),
+                confidence=round(float(score), 4),
+                box=tuple((round(float(x)), round(float(y))) for x, y in box),
+            )
+            for box, text, score in found or ()
+            if str(text).strip()
+        ]
+
+
+def model_files(models: OcrModels) -> dict[str, Path]:
+    """The detection and recognition files in use: the given ones, else those the wheel's
+    config.yaml names."""
+    import yaml
+
+    root = Path(_package().__file__).parent
+    config = yaml.safe_load((root / "config.yaml").read_text())
+    return {
+        "det": Path(models.det or root / config["Det"]["model_path"]),
+        "rec": Path(models.rec or root / config["Rec"]["model_path"]),
+    }
+
+
+def reader_identity(models: OcrModels) -> dict[str, str]:
+    """What a cached line depends on: the package version and each model file's digest."""
+    try:
+        package = f"{PACKAGE} {version(PACKAGE)}"
+    except PackageNotFoundError:
+        package = PACKAGE
+    files = model_files(models)
+    return {
+        "package": package,
+        **{name: f"{path.name} {file_digest(path)['xxh3_128']}" for name, path in files.items()},
+    }

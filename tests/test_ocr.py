@@ -1,0 +1,181 @@
+"""Scene text as evidence at index build: real PP-OCR (rapidocr-onnxruntime) over painted signs.
+
+The corpus is a JSONL collection of photos whose captions never spell the words on them, so a
+question about a sign can only find it through the text OCR read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import MMRAG, REPO, assert_one_line_error, run_mmrag, sign_jpeg
+
+SIGNS = {
+    "parking": (("DOUBLE PARKING", "PROHIBITED"), "A white notice on a brick wall."),
+    "bakery": (("FRESH BREAD", "DAILY"), "A shop front on the high street."),
+    "platform": (("PLATFORM 9",), "A sign above the stairs of a station."),
+}
+
+
+def sign_corpus(folder: Path, extra: dict[str, bytes] | None = None) -> Path:
+    """photos.jsonl: one image source per sign (plus `extra` raw images), and a snippet."""
+    folder.mkdir(parents=True, exist_ok=True)
+    records = []
+    for name, (lines, caption) in SIGNS.items():
+        (folder / f"{name}.jpg").write_bytes(sign_jpeg(*lines))
+        records.append({"id": name, "modality": "image", "title": "Street photo", "text": caption,
+                        "image": f"{name}.jpg"})  # fmt: skip
+    for name, data in (extra or {}).items():
+        (folder / f"{name}.jpg").write_bytes(data)
+        records.append({"id": name, "modality": "image", "title": "Street photo",
+                        "text": "A photo.", "image": f"{name}.jpg"})  # fmt: skip
+    records.append({"id": "s1", "modality": "text", "title": "Parking rules",
+                    "text": "Parking rules differ from town to town."})  # fmt: skip
+    corpus = folder / "photos.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return corpus
+
+
+@pytest.fixture(scope="module")
+def ocr_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("signs")
+    corpus = sign_corpus(folder, extra={"broken": b"\xff\xd8 not really a jpeg"})
+    out = folder / "index"
+    result = run_mmrag(
+        "index", "build", "--corpus", str(corpus), "--out", str(out), "--ocr", "--ocr-workers",
+        "2", "--text-embedder", "none",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    # The undecodable image is logged with its id and counted, never fatal.
+    assert "broken.jpg" in result.stderr
+    assert "OCR: text in 3 of 4 images" in result.stdout
+    assert "1 images unreadable" in result.stdout
+    return out
+
+
+def test_the_text_on_a_sign_is_stored_with_confidence_and_box_and_found(ocr_index: Path):
+    from mmrag.indexes.collection import Collection
+    from mmrag.retrieval.hybrid import HybridRetriever
+
+    collection = Collection(ocr_index)
+    parking = collection.store.find("parking")
+    assert [line.text for line in parking.ocr] == ["DOUBLE", "PARKING", "PROHIBITED"]
+    assert all(line.confidence > 0.9 and len(line.box) == 4 for line in parking.ocr)
+    assert collection.store.find("s1").ocr == ()
+    retriever = HybridRetriever(collection)
+    assert retriever.fusion == "rrf"  # OCR's BM25 has its own statistics: never raw
+    for question, expected in [
+        ("Which sign says double parking is prohibited?", "parking"),
+        ("Where is fresh bread sold daily?", "bakery"),
+        ("Which platform is up the stairs?", "platform"),
+    ]:
+        lists = retriever.ranked_lists(question)
+        assert collection.store.get(int(lists["bm25/ocr"][0][0])).id == expected
+        assert retriever.search(question, k=1)[0].source.id == expected
+
+
+def test_stats_report_ocr_and_every_ocr_file_is_verified(ocr_index: Path, tmp_path: Path):
+    import shutil
+
+    stats = json.loads(run_mmrag("index", "stats", "--index", str(ocr_index)).stdout)
+    assert stats["ocr"]["images"] == 4
+    assert stats["ocr"]["images_with_text"] == 3
+    assert stats["ocr"]["unreadable"] == 1
+    assert "bm25-ocr" in stats["components"]
+    manifest = json.loads((ocr_index / "manifest.json").read_text())
+    assert "sources/ocr.jsonl" in manifest["store"]["files"]
+    copy = tmp_path / "index"
+    shutil.copytree(ocr_index, copy)
+    path = copy / "sources" / "ocr.jsonl"
+    data = bytearray(path.read_bytes())
+    data[5] ^= 0x01
+    path.write_bytes(bytes(data))
+    result = run_mmrag("search", "parking", "--index", str(copy))
+    assert_one_line_error(result, "sources/ocr.jsonl")
+
+
+def test_ctrl_c_keeps_the_images_read_and_the_rerun_reads_only_the_rest(tmp_path: Path):
+    corpus = sign_corpus(tmp_path / "c")
+    for number in range(5):  # more signs, so there is something left to read after the Ctrl-C
+        (tmp_path / "c" / f"more{number}.jpg").write_bytes(sign_jpeg(f"EXIT {number}"))
+    with corpus.open("a") as handle:
+        for number in range(5):
+            record = {"id": f"more{number}", "modality": "image", "title": "Exit",
+                      "text": "A sign.", "image": f"more{number}.jpg"}  # fmt: skip
+            handle.write(json.dumps(record) + "\n")
+    out, cache = tmp_path / "index", tmp_path / "ocr-cache.jsonl"
+    command = [*MMRAG, "index", "build", "--corpus", str(corpus), "--out", str(out), "--ocr",
+               "--ocr-workers", "1", "--ocr-cache", str(cache),
+               "--text-embedder", "none"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (cache.exists() and len(cache.read_text().splitlines()) >= 3):  # header + 2
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert not out.exists()  # the build never swapped in
+    done = len(cache.read_text().splitlines()) - 1
+    assert 2 <= done < 8
+    result = run_mmrag(*command[len(MMRAG) :])
+    assert result.returncode == 0, result.stderr
+    assert f"({8 - done} read, {done} cached, 0 unreadable)" in result.stdout
+
+
+def test_a_missing_rapidocr_is_one_line_naming_the_package(tmp_path: Path):
+    fake = tmp_path / "fake" / "rapidocr_onnxruntime"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('not installed')\n")
+    corpus = sign_corpus(tmp_path / "c")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'fake'}{os.pathsep}{REPO}"}
+    result = subprocess.run(
+        [*MMRAG, "index", "build", "--corpus", str(corpus), "--out", str(tmp_path / "i"),
+         "--ocr", "--text-embedder", "none"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=120,
+    )  # fmt: skip
+    assert_one_line_error(result, "pip install rapidocr-onnxruntime")
+
+
+def test_low_confidence_and_symbol_only_lines_are_not_kept():
+    from mmrag.indexes.ocr.reader import keep
+    from mmrag.indexes.sources import OcrLine
+
+    box = ((0, 0), (1, 0), (1, 1), (0, 1))
+    lines = [OcrLine("EXIT", 0.99, box), OcrLine("日", 0.3, box), OcrLine("★★", 0.99, box)]
+    assert [line.text for line in keep(lines, 0.5)] == ["EXIT"]
+    assert [line.text for line in keep(lines, 0.2)] == ["EXIT", "日"]
+
+
+def test_the_ocr_cache_refuses_another_reader_and_survives_a_torn_line(tmp_path: Path):
+    from mmrag.indexes.errors import InputError
+    from mmrag.indexes.ocr.cache import OcrCache
+    from mmrag.indexes.sources import OcrLine
+
+    path = tmp_path / "cache.jsonl"
+    cache = OcrCache(path, {"det": "a"})
+    cache.add("d1", [OcrLine("EXIT", 0.9, ((0, 0), (1, 0), (1, 1), (0, 1)))])
+    cache.close()
+    with path.open("ab") as handle:
+        handle.write(b'{"digest": "d2", "li')  # a crash mid-write
+    reopened = OcrCache(path, {"det": "a"})
+    assert reopened.get("d1")[0].text == "EXIT" and reopened.get("d2") is None
+    reopened.add("d2", [])
+    reopened.close()
+    assert OcrCache(path, {"det": "a"}).get("d2") == []
+    with pytest.raises(InputError, match="other models"):
+        OcrCache(path, {"det": "b"})
+
+
+if sys.platform != "linux":  # pragma: no cover
+    pytestmark = pytest.mark.skip("SIGINT handling is tested on Linux")
