@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from mmrag.generation.engines.base import EngineName
 from mmrag.indexes.errors import InputError
 from mmrag.indexes.images import MAX_IMAGE_PIXELS
+from mmrag.indexes.ocr.reader import DEFAULT_MIN_CONFIDENCE, OcrModels
 from mmrag.retrieval.rerank import RerankerChoice
 from mmrag.retrieval.types import FusionMethod, RetrieverName
 
@@ -73,6 +74,15 @@ class Settings(BaseSettings):
     max_image_pixels: int = Field(
         MAX_IMAGE_PIXELS, ge=1, description="uploaded images with more pixels get 422"
     )
+    ocr_det_model: Path | None = Field(
+        None, description="PP-OCR text detection model (.onnx); default: rapidocr-onnxruntime's"
+    )
+    ocr_rec_model: Path | None = Field(
+        None, description="PP-OCR text recognition model (.onnx); default: rapidocr-onnxruntime's"
+    )
+    ocr_min_confidence: float = Field(
+        DEFAULT_MIN_CONFIDENCE, ge=0, le=1, description="OCR lines read less surely are dropped"
+    )
     workers: int = Field(
         1, ge=1, description="server processes; each loads the models and has its own queues"
     )
@@ -82,6 +92,10 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field(
         default_factory=list, description="origins allowed to call the API from a browser"
     )
+
+    @property
+    def ocr_models(self) -> OcrModels:
+        return OcrModels(self.ocr_det_model, self.ocr_rec_model)
 
     def to_env(self) -> dict[str, str]:
         """These settings as MMRAG_* variables, for worker processes that rebuild them."""

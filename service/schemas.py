@@ -70,6 +70,15 @@ class AnswerRequest(BaseModel):
     stream: bool = Field(False, description="stream tokens as server-sent events")
 
 
+OCR_TEXT = "text read in the image by OCR, lines in reading order; empty when none"
+
+
+class OcrLineOut(BaseModel):
+    text: str
+    confidence: float = Field(description="the OCR model's confidence, 0..1")
+    box: list[list[int]] = Field(description="four [x, y] corners in image pixels, clockwise")
+
+
 class SearchHit(BaseModel):
     source_id: str
     modality: Modality
@@ -77,6 +86,7 @@ class SearchHit(BaseModel):
     title: str
     text: str
     url: str
+    ocr_text: str = Field("", description=OCR_TEXT)
 
     @classmethod
     def from_candidate(cls, candidate: Candidate) -> SearchHit:
@@ -88,6 +98,7 @@ class SearchHit(BaseModel):
             title=source.title,
             text=source.text,
             url=source.url,
+            ocr_text=source.ocr_text,
         )
 
 
@@ -97,19 +108,28 @@ class SourceOut(BaseModel):
     title: str
     text: str
     url: str
-    image_url: str | None = Field(None, description="this service's route to the image bytes")
+    image_url: str | None = Field(
+        None, description="this service's route to the image bytes (none for an uploaded image)"
+    )
     score: float | None = Field(None, description="relevance the reranker gave it")
+    ocr_text: str = Field("", description=OCR_TEXT)
+    ocr_lines: list[OcrLineOut] = Field(
+        default_factory=list, description="the OCR lines, each with its confidence and box"
+    )
 
     @classmethod
     def from_source(cls, source: Source, score: float | None = None) -> SourceOut:
+        stored_image = source.modality == "image" and source.image_ref is not None
         return cls(
             source_id=source.id,
             modality=source.modality,
             title=source.title,
             text=source.text,
             url=source.url,
-            image_url=f"/v1/sources/{source.id}/image" if source.modality == "image" else None,
+            image_url=f"/v1/sources/{source.id}/image" if stored_image else None,
             score=score,
+            ocr_text=source.ocr_text,
+            ocr_lines=[OcrLineOut(**line.to_dict()) for line in source.ocr],
         )
 
 
@@ -150,12 +170,22 @@ class SearchResponse(BaseModel):
     took_ms: float
 
 
+class OcrStatus(BaseModel):
+    images: int = Field(description="images the index build read")
+    images_with_text: int = Field(description="images with text kept above the threshold")
+    lines: int = Field(description="lines of text kept")
+    min_confidence: float
+
+
 class Health(BaseModel):
     status: str
     sources: int
     retrievers: list[str]
     fusion: str
     image_vectors: str = Field(description="'clip', or how images are reached without CLIP")
+    ocr: OcrStatus | None = Field(
+        None, description="the text read in images at index build; null: built without --ocr"
+    )
 
 
 class Readiness(BaseModel):
