@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mmrag.core.attachments import AttachedImage, ImageAttacher
 from mmrag.core.pipeline import QAPipeline
 from mmrag.core.settings import Settings
 from mmrag.indexes.collection import Collection
@@ -52,6 +53,8 @@ def image_bytes(retriever: HybridRetriever):
     images = retriever.collection.images
 
     def read(source) -> bytes | None:
+        if isinstance(source, AttachedImage):
+            return source.data
         if images is None or source.modality != "image" or not source.image_ref:
             return None
         try:
@@ -106,4 +109,13 @@ def build_rationale_writer(engine, choose: str = "similarity"):
 
     return RationaleWriter(
         engine, choose=choose, embed=text_encoder(DEFAULT_TEXT_EMBEDDER).encode_texts
+    )
+
+
+def build_attacher(settings: Settings) -> ImageAttacher:
+    """What reads a user's own photo (`ask --image`, uploads to /v1/answer)."""
+    return ImageAttacher(
+        settings.ocr_models,
+        min_confidence=settings.ocr_min_confidence,
+        max_pixels=settings.max_image_pixels,
     )

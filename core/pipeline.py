@@ -22,10 +22,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from mmrag.core.attachments import AttachedImage
 from mmrag.generation.types import Answer
 from mmrag.generation.writer import AnswerWriter
 from mmrag.retrieval.hybrid import HybridRetriever
-from mmrag.retrieval.rerank import Selection, SourceSelector
+from mmrag.retrieval.rerank import ScoredSource, Selection, SourceSelector
 from mmrag.retrieval.types import ModalityFilter
 
 # How long past the deadline a consumer waits for the worker to report the timeout itself.
@@ -187,10 +188,11 @@ class QAPipeline:
         max_sources: int | None = None,
         candidates: Sequence[str] | None = None,
         timeout_s: float | None = None,
+        image: AttachedImage | None = None,
     ) -> QARun:
         """Start answering; `candidates` (source ids) restricts retrieval to ranking those, as
         in WebQA's restricted setting. `timeout_s` bounds generation."""
-        options = {"k": k, "modality": modality, "max_sources": max_sources}
+        options = {"k": k, "modality": modality, "max_sources": max_sources, "image": image}
         return QARun(self, question, timeout_s, {**options, "candidates": candidates})
 
     def answer(self, question: str, **options: Any) -> QAResult:
@@ -207,7 +209,9 @@ class QAPipeline:
         modality: ModalityFilter = "all",
         max_sources: int | None = None,
         candidates: Sequence[str] | None = None,
+        image: AttachedImage | None = None,
     ) -> Selection:
+        """The selected sources; an attached image comes first, as source [1]."""
         started = time.perf_counter()
         if candidates is None:
             found = self.retriever.search(question, k or self.selector.k, modality)
@@ -215,6 +219,11 @@ class QAPipeline:
             found = self.retriever.rank_among(question, candidates)
         retrieved = time.perf_counter()
         selection = self.selector.select(question, found, max_sources=max_sources)
+        if image is not None:
+            # The photo is something to cite already: retrieved sources join it only when
+            # relevant, never as the best of a poor lot (the selector's min_sources rule).
+            relevant = [s for s in selection.selected if s.relevance >= self.selector.threshold]
+            selection.selected[:] = [ScoredSource(image, 1.0, 1.0, 0), *relevant]
         timings.retrieve_s = retrieved - started
         timings.rerank_s = time.perf_counter() - retrieved
         return selection

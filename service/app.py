@@ -100,7 +100,14 @@ def document_limits(app: FastAPI, settings: Settings) -> None:
                 "k": ("maximum", settings.max_k),
                 "max_sources": ("maximum", settings.max_sources_limit),
             }
-            for model in schema["components"]["schemas"].values():
+            bodies = [  # request bodies declared inline (/v1/answer's JSON and form)
+                media["schema"]
+                for item in schema["paths"].values()
+                for operation in item.values()
+                for media in operation.get("requestBody", {}).get("content", {}).values()
+                if "properties" in media.get("schema", {})
+            ]
+            for model in [*schema["components"]["schemas"].values(), *bodies]:
                 for name, field in model.get("properties", {}).items():
                     if name in limits:
                         key, value = limits[name]

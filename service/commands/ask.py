@@ -18,6 +18,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     ask.add_argument("--index", type=Path, required=True)
     ask.add_argument("--k", type=int, help="candidates retrieved (default: --rerank-k)")
     ask.add_argument("--modality", choices=get_args(ModalityFilter), default="all")
+    ask.add_argument(
+        "--image",
+        type=Path,
+        help="a photo of your own to ask about: source [1], read by OCR (and seen by engines "
+        "that take images); retrieved sources follow",
+    )
     add_pipeline_options(ask)
     ask.add_argument("--stream", action="store_true", help="print the answer as it is written")
     ask.add_argument("--json", action="store_true", help="print the answer as JSON")
@@ -25,11 +31,23 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run_ask(args: argparse.Namespace) -> int:
-    from mmrag.core.components import build_pipeline
+    from mmrag.core.components import build_attacher, build_pipeline
+    from mmrag.indexes.errors import InputError
     from mmrag.service.schemas import AnswerResponse
 
-    pipeline = build_pipeline(settings_from(args))
-    with pipeline.run(args.question, k=args.k, modality=args.modality) as run:
+    settings = settings_from(args)
+    image = None
+    if args.image is not None:
+        try:
+            data = args.image.read_bytes()
+        except OSError as exc:
+            raise InputError(f"--image {args.image}: {exc.strerror or exc}") from None
+        try:
+            image = build_attacher(settings).attach(data)
+        except InputError as exc:
+            raise InputError(f"--image {args.image}: {exc}") from None
+    pipeline = build_pipeline(settings)
+    with pipeline.run(args.question, k=args.k, modality=args.modality, image=image) as run:
         if args.stream and not args.json:
             for token in run:
                 print(token, end="", flush=True)

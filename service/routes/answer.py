@@ -1,4 +1,5 @@
-"""POST /v1/answer: one cited sentence, as JSON or as server-sent events."""
+"""POST /v1/answer: one cited sentence, as JSON or as server-sent events; a question about the
+user's own photo comes as a multipart form with the image."""
 
 from __future__ import annotations
 
@@ -7,12 +8,18 @@ from collections.abc import AsyncIterator, Callable
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
 from starlette.types import Receive, Scope, Send
 
+from mmrag.core.attachments import ImageAttacher
+from mmrag.core.components import build_attacher
 from mmrag.core.pipeline import QAResult, QARun
 from mmrag.indexes.errors import InputError
 from mmrag.service.routes.common import ERRORS, check_answer_request, settings_of
+from mmrag.service.routes.uploads import IMAGE_PART, checked_image
 from mmrag.service.schemas import AnswerRequest, AnswerResponse
 
 router = APIRouter()
@@ -45,14 +52,60 @@ class ReleasingStream(StreamingResponse):
             self.release()
 
 
+def _form_field(field: dict) -> dict:
+    """A form field is text or absent, never null: `anyOf: [X, null]` becomes X."""
+    if "anyOf" not in field:
+        return field
+    rest = {key: value for key, value in field.items() if key != "anyOf"}
+    return {**rest, **field["anyOf"][0]}
+
+
+def _request_body() -> dict:
+    """Both bodies /v1/answer takes: JSON, or a form with an image (the same fields)."""
+    fields = AnswerRequest.model_json_schema()
+    form = {
+        **fields,
+        "title": "AnswerUpload",
+        "properties": {
+            **{name: _form_field(field) for name, field in fields["properties"].items()},
+            "image": IMAGE_PART,
+        },
+        "required": [*fields["required"], "image"],
+    }
+    content = {"application/json": {"schema": fields}, "multipart/form-data": {"schema": form}}
+    return {"requestBody": {"required": True, "content": content}}
+
+
+async def answer_request(request: Request) -> tuple[AnswerRequest, bytes | None]:
+    """The request's fields and, from a multipart form, the image's bytes."""
+    try:
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            limit = len(AnswerRequest.model_fields)
+            async with request.form(max_files=1, max_fields=limit) as form:
+                image = form.get("image")
+                if not isinstance(image, UploadFile):
+                    raise HTTPException(422, "image: a multipart answer needs an image file")
+                fields = {k: v for k, v in form.items() if k != "image" and isinstance(v, str)}
+                return AnswerRequest.model_validate(fields), await image.read()
+        return AnswerRequest.model_validate_json(await request.body()), None
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from None
+
+
 @router.post(
     "/v1/answer",
     response_model=AnswerResponse,
     responses={200: {"content": {"text/event-stream": {}}}, **ERRORS},
+    openapi_extra=_request_body(),
 )
-async def answer(body: AnswerRequest, request: Request):
+async def answer(request: Request):
     """One cited sentence. With `stream: true`, server-sent events: `token` events carry text
-    deltas, then one `answer` event carries the whole response with its citations."""
+    deltas, then one `answer` event carries the whole response with its citations.
+
+    Sent as a multipart form with an `image` file, the image is source [1]: the text OCR reads
+    in it is the evidence (and, for engines that see images, the image itself); retrieved
+    sources follow."""
+    body, upload = await answer_request(request)
     check_answer_request(request, body)
     state = request.app.state
     options = {
@@ -63,6 +116,12 @@ async def answer(body: AnswerRequest, request: Request):
     }
     # Admitted before anything is sent: a full queue is a 429, also for streams.
     ticket = await state.answer_queue.acquire()
+    if upload is not None:
+        try:
+            options["image"] = await checked_image(attacher(request).attach, upload)
+        except BaseException:
+            ticket.release()
+            raise
     if body.stream:
         run = state.pipeline.run(body.question, **options)
 
@@ -78,6 +137,14 @@ async def answer(body: AnswerRequest, request: Request):
     finally:
         ticket.release()
     return respond(result, request)
+
+
+def attacher(request: Request) -> ImageAttacher:
+    """Built on the first upload: the OCR model loads then, not at start-up."""
+    state = request.app.state
+    if getattr(state, "attacher", None) is None:
+        state.attacher = build_attacher(settings_of(request))
+    return state.attacher
 
 
 def respond(result: QAResult, request: Request) -> AnswerResponse:

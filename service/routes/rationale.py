@@ -11,6 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from mmrag.indexes.errors import InputError
 from mmrag.indexes.images import ImageNotFound, decode_image
 from mmrag.service.routes.common import ERRORS, NOT_FOUND, check_question_length, settings_of
+from mmrag.service.routes.uploads import checked_image
 from mmrag.service.schemas import RationaleResponse
 
 router = APIRouter()
@@ -39,16 +40,16 @@ async def rationale(
     # Admitted first: reading and decoding an image costs memory and CPU, and happens in the
     # thread pool, never on the event loop that answers every other client.
     async with state.answer_queue.slot():
-        try:
-            if image is not None:
-                data = await image.read()
-            else:
+        if image is not None:
+            data = await image.read()
+        else:
+            try:
                 data = await run_in_threadpool(collection.images.read_bytes, found.image_ref)
-            await run_in_threadpool(decode_image, data, settings_of(request).max_image_pixels)
-        except ImageNotFound:
-            raise HTTPException(404, f"the image of source {source_id!r} is missing") from None
-        except InputError as exc:
-            raise HTTPException(422, str(exc)) from None
+            except ImageNotFound:
+                raise HTTPException(404, f"the image of source {source_id!r} is missing") from None
+            except InputError as exc:
+                raise HTTPException(422, str(exc)) from None
+        await checked_image(decode_image, data, settings_of(request).max_image_pixels)
         writer = state.rationale_writers.get(choose)
         if writer is None:
             writer = await run_in_threadpool(writer_for, state, choose)

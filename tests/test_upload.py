@@ -1,0 +1,86 @@
+"""Asking about your own photo: the uploaded image is source [1] and its OCR text the evidence,
+through `/v1/answer` (multipart) and `mmrag ask --image`, with real PP-OCR and SmolLM2."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.helpers import assert_one_line_error, run_mmrag, sign_jpeg
+from tests.test_service import png_bomb
+
+SIGN = sign_jpeg("DOUBLE PARKING", "PROHIBITED", "AT ALL TIMES", size=(420, 180))
+QUESTION = "What does the sign say about parking?"
+
+
+@pytest.fixture(scope="module")
+def client(hybrid_index: Path):
+    from mmrag.core.components import build_pipeline
+    from mmrag.core.settings import Settings
+    from mmrag.service.app import create_app
+
+    settings = Settings(index=hybrid_index)
+    with TestClient(create_app(settings, build_pipeline(settings))) as client:
+        yield client
+
+
+def test_an_uploaded_sign_is_source_1_and_its_text_answers(client: TestClient):
+    response = client.post(
+        "/v1/answer", data={"question": QUESTION}, files={"image": ("sign.jpg", SIGN)}
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    first = body["sources"][0]
+    assert first["source_id"].startswith("upload-") and first["image_url"] is None
+    assert first["ocr_text"] == "DOUBLE PARKING PROHIBITED AT ALL TIMES"
+    assert [line["text"] for line in first["ocr_lines"]][:2] == ["DOUBLE", "PARKING"]
+    # The answer rests on the photo's text, and cites it as [1].
+    assert "prohibited" in body["answer_without_markers"].lower()
+    assert [c["source_id"] for c in body["citations"]] == [first["source_id"]]
+
+
+def test_an_upload_streams_like_any_answer(client: TestClient):
+    form = {"question": QUESTION, "stream": "true", "max_sources": "1"}
+    response = client.post("/v1/answer", data=form, files={"image": ("sign.jpg", SIGN)})
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert "event: answer" in response.text and "upload-" in response.text
+
+
+def test_bad_uploads_are_422_with_one_line_and_never_decoded_when_huge(client: TestClient):
+    started = time.perf_counter()
+    bomb = client.post(
+        "/v1/answer", data={"question": "What?"}, files={"image": ("b.png", png_bomb())}
+    )
+    assert bomb.status_code == 422
+    assert "13000x13000 pixels is larger" in bomb.json()["detail"]
+    assert time.perf_counter() - started < 5
+    junk = client.post(
+        "/v1/answer", data={"question": "What?"}, files={"image": ("x.jpg", b"GIF8")}
+    )
+    assert junk.status_code == 422 and "undecodable image" in junk.json()["detail"]
+    missing = client.post("/v1/answer", data={"question": "What?"}, files={"other": ("x", b"1")})
+    assert missing.status_code == 422 and "image" in missing.json()["detail"]
+    bad_k = client.post("/v1/answer", data={"question": "What?", "k": "many"},
+                        files={"image": ("sign.jpg", SIGN)})  # fmt: skip
+    assert bad_k.status_code == 422 and bad_k.json()["detail"].startswith("k:")
+    # The service still answers JSON questions afterwards.
+    assert client.post("/v1/answer", json={"question": QUESTION}).status_code == 200
+
+
+def test_ask_with_an_image_answers_from_its_sign(hybrid_index: Path, tmp_path: Path):
+    photo = tmp_path / "sign.jpg"
+    photo.write_bytes(SIGN)
+    result = run_mmrag("ask", QUESTION, "--image", str(photo), "--index", str(hybrid_index))
+    assert result.returncode == 0, result.stderr
+    answer, first = result.stdout.splitlines()[:2]
+    assert "prohibited" in answer.lower() and answer.rstrip(".").endswith("[1]")
+    assert first.strip().startswith("[1] Your image")
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"\xff\xd8 no")
+    bad = run_mmrag("ask", QUESTION, "--image", str(broken), "--index", str(hybrid_index))
+    assert_one_line_error(bad, "--image", "undecodable image")
+    absent = run_mmrag("ask", QUESTION, "--image", str(tmp_path / "no.jpg"), "--index", "x")
+    assert_one_line_error(absent, "--image", "no.jpg")
