@@ -2172,6 +2172,190 @@ def cover_unused(world: World, questions: Sequence[Question]) -> None:
             _attach(world, questions, snippet, lambda q: q.txt_negatives)
 
 
+# --------------------------------------------------------------------------- scene text
+#
+# Street signs and shop fronts whose captions do not spell the words painted on them: only the
+# text read in the pixels (`mmrag index build --ocr`) finds them or answers about them. They
+# come last and draw from their own RNG, so everything above stays byte-identical.
+
+SCENE_SEED = SEED + 12
+SCENE_TRAIN_EVERY = 3  # the OCR lists need a few train questions to be calibrated on
+SCENE_WORD_GAP = 16  # PP-OCR glues words set closer, as it does on many real signs
+
+
+class Placard(NamedTuple):
+    name: str
+    town: str
+    lines: tuple[str, ...]
+    board: Color
+    ink: Color
+    wall: str
+    title: str
+    caption: str
+
+
+PLACARDS = (
+    # Look-alike photos (three lamp-post signs, two pier boards, two shop fronts) whose
+    # captions differ only in the place: the painted words tell them apart.
+    Placard(
+        "Mill Lane sign", "Alder Vale", ("DOUBLE PARKING", "PROHIBITED"), COLORS["white"],
+        COLORS["black"], "brick", "Sign on a lamp post",
+        "A small sign fixed to a lamp post in Mill Lane, Alder Vale.",
+    ),
+    Placard(
+        "Quay Street sign", "Dunmore", ("NO ENTRY", "EXCEPT BUSES"), COLORS["white"],
+        COLORS["red"], "stone", "Sign on a lamp post",
+        "A small sign fixed to a lamp post in Quay Street, Dunmore.",
+    ),
+    Placard(
+        "Church Road sign", "Greywick", ("RESIDENTS", "ONLY"), COLORS["blue"],
+        COLORS["white"], "brick", "Sign on a lamp post",
+        "A small sign fixed to a lamp post in Church Road, Greywick.",
+    ),
+    Placard(
+        "harbour office", "Kestrel Bay", ("HARBOUR MASTER", "KNOCK TWICE"), COLORS["blue"],
+        COLORS["white"], "stone", "Office door on the quay",
+        "The door of a grey office on the quay at Kestrel Bay.",
+    ),
+    Placard(
+        "market bus stop", "Dunmore", ("ROUTE 12", "TO GREYWICK"), COLORS["yellow"],
+        COLORS["black"], "stone", "Bus stop by the market",
+        "A bus stop shelter beside the market square of Dunmore.",
+    ),
+    Placard(
+        "Bridge Street shop", "Salt Hollow", ("MARLOW AND SONS", "EST 1887"), COLORS["green"],
+        COLORS["white"], "cream", "Shop front",
+        "A shop front painted green on Bridge Street, Salt Hollow.",
+    ),
+    Placard(
+        "Harbour Row shop", "Dunmore", ("HALE AND DAUGHTERS", "EST 1902"), COLORS["blue"],
+        COLORS["white"], "cream", "Shop front",
+        "A shop front painted blue on Harbour Row, Dunmore.",
+    ),
+    Placard(
+        "Marrow Point station", "Marrow Point", ("PLATFORM 3",), COLORS["blue"],
+        COLORS["white"], "white", "Station stairs",
+        "A sign above the stairs of the railway station in Marrow Point.",
+    ),
+    Placard(
+        "Greywick pub board", "Greywick", ("QUIZ NIGHT", "THURSDAY"), COLORS["black"],
+        COLORS["white"], "brick", "Board outside a pub",
+        "A board on the pavement outside a pub in Greywick.",
+    ),
+    Placard(
+        "Salt Hollow pier", "Salt Hollow", ("DANGER", "DEEP WATER"), COLORS["red"],
+        COLORS["white"], "stone", "Board on a pier",
+        "A board at the end of the pier in Salt Hollow.",
+    ),
+    Placard(
+        "Kestrel Bay pier", "Kestrel Bay", ("NO FISHING", "FROM THE PIER"), COLORS["yellow"],
+        COLORS["black"], "stone", "Board on a pier",
+        "A board at the end of the pier in Kestrel Bay.",
+    ),
+    Placard(
+        "Kestrel Bay town hall", "Kestrel Bay", ("SUMMER EXHIBITION", "FREE ENTRY"),
+        COLORS["white"], COLORS["purple"], "cream", "Banner on the town hall",
+        "A banner on the front of the town hall in Kestrel Bay.",
+    ),
+)  # fmt: skip
+
+
+def paint_placard(draw: ImageDraw.ImageDraw, placard: Placard) -> None:
+    """The board's lines centred, words well apart, shrunk to fit its width."""
+    _background(draw, WALLS[placard.wall])
+    draw.rectangle((10, 18, 182, 126), fill=placard.board, outline=OUTLINE, width=3)
+    for number, line in enumerate(placard.lines):
+        words = line.split()
+        size = 18
+        while True:
+            font = _font(size)
+            width = sum(draw.textlength(word, font=font) for word in words)
+            width += SCENE_WORD_GAP * (len(words) - 1)
+            if width <= 160 or size <= 8:
+                break
+            size -= 1
+        x = 96 - width / 2
+        y = 72 + (number - (len(placard.lines) - 1) / 2) * 30
+        for word in words:
+            draw.text((x, y), word, fill=placard.ink, font=font, anchor="lm")
+            x += draw.textlength(word, font=font) + SCENE_WORD_GAP
+
+
+def build_placards(world: World) -> None:
+    for placard in PLACARDS:
+        world.entity(placard.name, "placards", placard.town)
+        world.add_image(
+            "placard",
+            placard.name,
+            placard.title,
+            placard.caption,
+            functools.partial(paint_placard, placard=placard),
+        )
+
+
+def _placard_question(
+    qcate: str, question: str, answer: str, keyword: str, name: str
+) -> Question:
+    return Question(qcate, "street signs", question, answer, keyword, (name,), (f"placard:{name}",))
+
+
+def scene_text_questions() -> list[Question]:
+    """Some are found only through a sign's text (which of the look-alikes?), the others are
+    answered only by it; the train ones (every third) are of the first kind, so calibration
+    sees the OCR lists find gold."""
+    q = _placard_question
+    return [
+        q("Others", "On which street is the sign saying double parking is prohibited?",
+          "The sign saying double parking is prohibited is in Mill Lane.", "Mill Lane",
+          "Mill Lane sign"),
+        q("Others", "What does the sign on the door of the harbour office in Kestrel Bay ask "
+          "visitors to do?", "The sign asks visitors to knock twice.", "knock twice",
+          "harbour office"),
+        q("Others", "Where does the route 12 bus to Greywick stop?",
+          "The route 12 bus to Greywick stops beside the market square of Dunmore.",
+          "market square", "market bus stop"),
+        q("Others", "What is the name of the shop painted green on Bridge Street in Salt Hollow?",
+          "The shop painted green on Bridge Street is Marlow and Sons.", "Marlow and Sons",
+          "Bridge Street shop"),
+        q("number", "In what year was the shop painted green on Bridge Street in Salt Hollow "
+          "established?", "The shop on Bridge Street was established in 1887.", "1887",
+          "Bridge Street shop"),
+        q("Others", "Which town has a board warning of deep water at the end of its pier?",
+          "The board warning of deep water is at the end of the pier in Salt Hollow.",
+          "Salt Hollow", "Salt Hollow pier"),
+        q("number", "Which platform is signposted above the stairs of the railway station in "
+          "Marrow Point?", "The sign above the stairs points to platform 3.", "3",
+          "Marrow Point station"),
+        q("Others", "On which day is the quiz night at the pub in Greywick?",
+          "The quiz night at the pub in Greywick is on Thursday.", "Thursday",
+          "Greywick pub board"),
+        q("Others", "Which building in Kestrel Bay announces a summer exhibition with free entry?",
+          "The town hall of Kestrel Bay announces a summer exhibition with free entry.",
+          "town hall", "Kestrel Bay town hall"),
+        q("Others", "On which street does a sign let no one enter except buses?",
+          "The sign letting only buses enter is in Quay Street.", "Quay Street",
+          "Quay Street sign"),
+        q("number", "In what year was the shop painted blue on Harbour Row in Dunmore "
+          "established?", "The shop on Harbour Row was established in 1902.", "1902",
+          "Harbour Row shop"),
+    ]  # fmt: skip
+
+
+def scene_text_records(world: World, rng: random.Random) -> dict[str, Record]:
+    """The placards' questions with distractors, drawn from `rng` alone."""
+    questions = scene_text_questions()
+    used_images = set(world.images)
+    used_snippets = set(world.snippets)
+    records: dict[str, Record] = {}
+    for index, question in enumerate(questions):
+        question.img_negatives = image_negatives(world, rng, question, used_images)
+        question.txt_negatives = text_negatives(world, rng, question, used_snippets)
+        guid = f"{rng.getrandbits(128):032x}"
+        split = "train" if index % SCENE_TRAIN_EVERY == SCENE_TRAIN_EVERY - 1 else "val"
+        records[guid] = question_record(world, question, guid, split, rng)
+    return records
+
+
 # --------------------------------------------------------------------------- records and files
 
 
@@ -2314,6 +2498,9 @@ def readme_text(records: dict[str, Record], world: World) -> str:
         f'Image `{truncated.image_id}` ("{truncated.title}") is a truncated JPEG, cut to '
         f"{int(TRUNCATE_FRACTION * 100)}% of its bytes as some release images are. It is only "
         "ever a distractor, never gold; readers must decode it leniently.",
+        f"{len(PLACARDS)} images are street signs and shop fronts whose captions do not spell the "
+        f"words painted on them; the {len(scene_text_questions())} questions about them (topic "
+        "`street signs`) are found or answered only through that text: index with `--ocr`.",
     ]
     return header + "".join(_bullet(text) for text in bullets)
 
@@ -2336,6 +2523,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     world = build_world(rng)
     world.images[TRUNCATED_KEY].truncated = True
     records = build_records(world, rng, all_questions(world))
+    build_placards(world)
+    records.update(scene_text_records(world, random.Random(SCENE_SEED)))
     check_sample(records, world)
     write_json(out / "WebQA_sample.json", records)
     write_images(out / "imgs.tsv", out / "imgs.lineidx", list(world.images.values()))

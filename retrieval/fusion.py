@@ -12,6 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from mmrag.indexes.sources import OCR
 from mmrag.retrieval.calibration import Calibration
 
 RankedLists = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -28,11 +29,22 @@ def raw(lists: RankedLists) -> dict[int, float]:
 
 
 def rrf(lists: RankedLists, k: int = RRF_K) -> dict[int, float]:
-    """Reciprocal-rank fusion (Cormack et al. 2009): sum of 1 / (k + rank) over lists."""
-    fused: dict[int, float] = defaultdict(float)
-    for rows, _ in lists.values():
+    """Reciprocal-rank fusion (Cormack et al. 2009): sum of 1 / (k + rank) over lists.
+
+    An image's caption and its OCR text are two fields of one source: per retriever, an image
+    gets the vote of its better-ranked field, not both ("text/image" and "text/ocr" summed
+    would let images that merely have text in them outvote a snippet's single list).
+    """
+    votes: dict[tuple[str, int], float] = {}
+    for key, (rows, _) in lists.items():
+        retriever, _, field = key.partition("/")
+        group = f"{retriever}/image" if field == OCR else key
         for rank, row in enumerate(rows.tolist(), start=1):
-            fused[row] += 1.0 / (k + rank)
+            vote = 1.0 / (k + rank)
+            votes[group, row] = max(votes.get((group, row), 0.0), vote)
+    fused: dict[int, float] = defaultdict(float)
+    for (_, row), vote in votes.items():
+        fused[row] += vote
     return dict(fused)
 
 

@@ -88,11 +88,14 @@ def minilm():
 
 @pytest.fixture(scope="session")
 def hybrid_index(tmp_path_factory: pytest.TempPathFactory, minilm) -> Path:
-    """The sample corpus as `make serve` builds it: BM25 + MiniLM, calibrated on its train split."""
+    """The sample corpus as `make serve` builds it: BM25 + MiniLM over captions, snippets and
+    the text PP-OCR reads in the images, calibrated on its train split."""
     from mmrag.indexes.collection import build_index
+    from mmrag.indexes.ocr.build import OcrOptions
 
     out = tmp_path_factory.mktemp("hybrid") / "index"
-    build_index([SAMPLE_JSON], out, images=SAMPLE / "imgs.tsv", text_embedder=minilm)
+    ocr = OcrOptions(workers=2, cache=out.with_name("ocr-cache.jsonl"))
+    build_index([SAMPLE_JSON], out, images=SAMPLE / "imgs.tsv", text_embedder=minilm, ocr=ocr)
     result = run_mmrag(
         "retrieval",
         "calibrate",
@@ -104,7 +107,7 @@ def hybrid_index(tmp_path_factory: pytest.TempPathFactory, minilm) -> Path:
         "train",
     )
     assert result.returncode == 0, result.stderr
-    assert "calibrated 4 lists on 12 questions" in result.stdout
+    assert "calibrated 6 lists on 15 questions" in result.stdout
     return out
 
 

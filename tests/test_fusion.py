@@ -25,6 +25,22 @@ def test_rrf_sums_reciprocal_ranks():
     assert [row for row, _ in fusion.ranked(fused, 3)] == [2, 1, 3]
 
 
+def test_rrf_gives_an_image_the_vote_of_its_better_field_caption_or_ocr_text():
+    fused = fusion.rrf(
+        lists(
+            text_image=([1, 2], [0.9, 0.8]),
+            text_ocr=([2, 1], [0.7, 0.6]),  # the same images, found by the text in them
+            text_text=([7], [0.9]),
+        )
+    )
+    # Summing both fields would give 1 and 2 each 1/61 + 1/62 and bury the snippet 7.
+    assert fused[1] == pytest.approx(1 / 61) and fused[2] == pytest.approx(1 / 61)
+    assert fused[7] == pytest.approx(1 / 61)
+    # Fields of different retrievers still add up.
+    two = fusion.rrf(lists(text_ocr=([1], [0.7]), bm25_image=([1], [3.0])))
+    assert two[1] == pytest.approx(2 / 61)
+
+
 def test_raw_keeps_the_best_score_per_row():
     fused = fusion.raw(lists(bm25_image=([1, 2], [3.0, 1.0]), bm25_text=([3, 1], [2.0, 0.5])))
     assert fused == {1: 3.0, 2: 1.0, 3: 2.0}

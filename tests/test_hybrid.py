@@ -195,7 +195,7 @@ def test_rank_among_agrees_with_search_scores(hybrid_index):
 def test_the_fitted_selection_threshold_beats_vlps_on_held_out_questions(
     hybrid_index, sample_questions
 ):
-    """Calibrated on the 12 train questions, judged on the 50 val ones."""
+    """Calibrated on the 15 train questions, judged on the 58 val ones."""
     from mmrag.evaluation.metrics.retrieval import source_f1
     from mmrag.retrieval.rerank import VLP_THRESHOLD, fit_threshold
 
