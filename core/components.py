@@ -32,7 +32,43 @@ def build_engine(settings: Settings):
         base_url=settings.engine_url,
         api_key=settings.api_key,
         device=settings.device,
+        accepts_images=settings.vision,
     )
+
+
+def grounding_problem(settings: Settings) -> str | None:
+    """Why no grounder can be built from these settings, in one line naming the flag."""
+    if settings.grounder == "detector" and settings.detector is None:
+        return (
+            "no detector configured: pass --detector NAME_OR_PATH (an OWLv2, OWL-ViT or "
+            "Grounding DINO checkpoint, hub name or local directory; or MMRAG_DETECTOR), or "
+            "--grounder vlm with an engine that writes boxes"
+        )
+    return None
+
+
+def build_grounder(settings: Settings, engine):
+    """The grounding strategy the settings name (callers that load other models first check
+    `grounding_problem` before them)."""
+    from mmrag.generation.grounding import TwoStepGrounder, VLMGrounder
+
+    if (problem := grounding_problem(settings)) is not None:
+        raise InputError(problem)
+    if settings.grounder == "vlm":
+        return VLMGrounder(engine)
+    from mmrag.generation.detector import OpenVocabularyDetector
+
+    detector = OpenVocabularyDetector(str(settings.detector), device=settings.device)
+    return TwoStepGrounder(engine, detector)
+
+
+def build_citation_grounder(settings: Settings, retriever: HybridRetriever, engine):
+    """Boxes on cited images when grounding is configured; None when it is not."""
+    from mmrag.generation.grounding import CitationGrounder
+
+    if grounding_problem(settings) is not None:
+        return None
+    return CitationGrounder(build_grounder(settings, engine), image_bytes(retriever))
 
 
 def build_scorer(settings: Settings, retriever: HybridRetriever, engine) -> RelevanceScorer | None:
@@ -98,7 +134,8 @@ def build_pipeline(settings: Settings) -> QAPipeline:
         k=settings.rerank_k,
     )
     writer = AnswerWriter(engine, max_tokens=settings.max_tokens, images=image_bytes(retriever))
-    return QAPipeline(retriever, selector, writer)
+    grounder = build_citation_grounder(settings, retriever, engine)
+    return QAPipeline(retriever, selector, writer, grounder=grounder)
 
 
 def build_rationale_writer(engine, choose: str = "similarity"):

@@ -49,6 +49,8 @@ def setting_flag(parser: argparse.ArgumentParser, name: str, *flags: str, **extr
         options["metavar"] = ",".join(item_choices) if item_choices else "A,B"
     elif (choices := _choices(annotation)) is not None:
         options["choices"] = choices
+    elif annotation is bool:
+        options["action"] = argparse.BooleanOptionalAction
     elif annotation in (int, float, Path):
         options["type"] = annotation
     default = "" if field.default is None else f" (default: {field.default})"
@@ -69,13 +71,20 @@ def add_generation_options(parser: argparse.ArgumentParser) -> None:
     setting_flag(parser, "engine")
     setting_flag(parser, "model")
     setting_flag(parser, "engine_url", "--base-url")
+    setting_flag(parser, "vision")
     setting_flag(parser, "max_tokens")
+
+
+def add_grounding_options(parser: argparse.ArgumentParser) -> None:
+    setting_flag(parser, "detector")
+    setting_flag(parser, "grounder")
 
 
 def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
     add_config_option(parser)
     add_retrieval_options(parser)
     add_generation_options(parser)
+    add_grounding_options(parser)
     for name in ("reranker", "threshold", "max_sources", "rerank_k"):
         setting_flag(parser, name)
 

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from mmrag.core.attachments import AttachedImage
+from mmrag.generation.grounding import CitationGrounder
 from mmrag.generation.types import Answer
 from mmrag.generation.writer import AnswerWriter
 from mmrag.retrieval.hybrid import HybridRetriever
@@ -43,6 +44,7 @@ class Timings:
     rerank_s: float = 0.0
     generate_s: float = 0.0
     first_token_s: float = 0.0
+    ground_s: float = 0.0  # boxing the region of each cited image that supports the answer
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -166,6 +168,9 @@ class QARun:
             )
             timings.generate_s = answer.timings["generate_s"]
             timings.first_token_s = answer.timings["first_token_s"]
+            if pipeline.grounder is not None and self._interrupt(deadline) is None:
+                answer = pipeline.grounder.ground(question, answer)
+                timings.ground_s = answer.timings["ground_s"]
             self._events.put(("done", QAResult(answer, selection, timings)))
         except BaseException as exc:  # handed to the consumer, who raises it
             self._events.put(("error", exc))
@@ -173,11 +178,19 @@ class QARun:
 
 class QAPipeline:
     def __init__(
-        self, retriever: HybridRetriever, selector: SourceSelector, writer: AnswerWriter
+        self,
+        retriever: HybridRetriever,
+        selector: SourceSelector,
+        writer: AnswerWriter,
+        *,
+        grounder: CitationGrounder | None = None,
     ) -> None:
+        """`grounder`, when given, boxes the region of each cited image that supports the
+        answer (`Citation.box`), within the run's deadline."""
         self.retriever = retriever
         self.selector = selector
         self.writer = writer
+        self.grounder = grounder
 
     def run(
         self,

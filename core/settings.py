@@ -11,6 +11,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mmrag.generation.engines.base import EngineName
+from mmrag.generation.grounding import GrounderName
 from mmrag.indexes.errors import InputError
 from mmrag.indexes.images import MAX_IMAGE_PIXELS
 from mmrag.indexes.ocr.reader import DEFAULT_MIN_CONFIDENCE, OcrModels
@@ -45,6 +46,21 @@ class Settings(BaseSettings):
     )
     engine_url: str | None = Field(None, description="base URL of an OpenAI-compatible server")
     api_key: str | None = Field(None, description="API key for engine_url, if it needs one")
+    vision: bool | None = Field(
+        None,
+        description="the engine takes images: image sources and uploads go to it as images "
+        "(default: transformers and vllm ask the model; openai and llamacpp send text)",
+    )
+    detector: str | None = Field(
+        None,
+        description="open-vocabulary detector for boxes (OWLv2, OWL-ViT, Grounding DINO): hub "
+        "name or path; with it, cited images carry the box that supports the answer",
+    )
+    grounder: GrounderName = Field(
+        "detector",
+        description="how boxes are found: detector (the generator names the object, the "
+        "detector boxes it) or vlm (a grounding VLM such as Qwen2.5-VL writes the box)",
+    )
     max_tokens: int = Field(96, ge=8, description="longest answer in tokens")
     reranker: RerankerChoice = Field(
         "auto",

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.evaluation.runs import aokvqa as aokvqa_run
+from mmrag.evaluation.runs import toloka as toloka_run
+from mmrag.evaluation.runs import vlqa as vlqa_run
 from mmrag.evaluation.runs import webqa as webqa_run
 
 BENCHMARKS = ("webqa", "aokvqa", "stvqa", "toloka", "vlqa")
@@ -61,7 +63,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "loads.",
     )
     benches = run.add_subparsers(dest="bench", metavar="BENCH", required=True)
-    for bench in (webqa_run, aokvqa_run):
+    for bench in (webqa_run, aokvqa_run, toloka_run, vlqa_run):
         bench.add_parser(benches)
 
 

@@ -233,3 +233,37 @@ def choice_messages(
     return _visual_messages(
         context, f"Reasoning: {rationale}", "Options:", *options, CHOICE_REQUEST
     )
+
+
+NAME_OBJECT_REQUEST = (
+    "Name the object in the image that answers the question, in one to three words."
+)
+NAME_CITED_OBJECT_REQUEST = (
+    "Name the object in the image that the answer is about, in one to three words."
+)
+BOX_REQUEST = (
+    "Locate the object in the image that answers the question and output its bbox coordinates "
+    'using JSON format: [{"bbox_2d": [x1, y1, x2, y2], "label": "object name"}]'
+)
+
+
+def _grounding_messages(
+    question: str, image: bytes | None, answer: str | None, request: str
+) -> list[Message]:
+    context = visual_context(question, image=image, caption=None, knowledge=())
+    said = [f"Answer: {neutralise(answer)}"] if answer else []
+    return _visual_messages(context, *said, request)
+
+
+def name_object_messages(
+    question: str, *, image: bytes | None, answer: str | None = None
+) -> list[Message]:
+    """Grounding's first step: what to look for, in words a detector takes. Without `image` (a
+    text-only engine) the question, and the answer when there is one, usually say it."""
+    request = NAME_CITED_OBJECT_REQUEST if answer else NAME_OBJECT_REQUEST
+    return _grounding_messages(question, image, answer, request)
+
+
+def box_messages(question: str, *, image: bytes, answer: str | None = None) -> list[Message]:
+    """For a grounding VLM that writes the box itself (Qwen2.5-VL's JSON)."""
+    return _grounding_messages(question, image, answer, BOX_REQUEST)

@@ -31,10 +31,23 @@ class SourceLike(Protocol):
 
 
 @dataclass(frozen=True)
+class Region:
+    """A box in an image's pixels (left < right, top < bottom, inside the image)."""
+
+    left: float
+    top: float
+    right: float
+    bottom: float
+    score: float | None  # the detector's confidence; None for a VLM's box, which has none
+    label: str  # what was looked for, or the VLM's name for what it boxed
+
+
+@dataclass(frozen=True)
 class Citation:
     marker: int  # the n of [n]: 1-based position in Answer.sources
     source_id: str
     modality: str
+    box: Region | None = None  # in a cited image, the region that supports the answer
 
 
 @dataclass

@@ -21,7 +21,7 @@ from mmrag.core.pipeline import QAPipeline
 from mmrag.core.settings import Settings
 from mmrag.service.limits import AdmissionQueue, BodySizeLimit
 from mmrag.service.metrics import Metrics, MetricsMiddleware
-from mmrag.service.routes import answer, health, rationale, search, sources
+from mmrag.service.routes import answer, ground, health, rationale, search, sources
 
 STATIC = Path(__file__).parent / "static"
 
@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
         "search", settings.search_concurrency, settings.search_queue
     )
     app.add_exception_handler(RequestValidationError, validation_error)
-    for module in (health, search, answer, rationale, sources):
+    for module in (health, search, answer, rationale, ground, sources):
         app.include_router(module.router)
     # The demo chat page: GET / plus its assets under /static, so it never shadows a route.
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

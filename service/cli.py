@@ -30,7 +30,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from mmrag.evaluation import cli as evaluation
-    from mmrag.service.commands import ask, index, rationale, retrieval, search, serve
+    from mmrag.service.commands import ask, ground, index, rationale, retrieval, search, serve
 
     parser = OneLineParser(
         prog="mmrag",
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     commands.required = True
-    for module in (index, search, retrieval, ask, rationale, serve, evaluation):
+    for module in (index, search, retrieval, ask, rationale, ground, serve, evaluation):
         module.register(commands)
     return parser
 

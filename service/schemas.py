@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BaseModel, Field
@@ -12,6 +13,8 @@ from mmrag.retrieval.types import Candidate, ModalityFilter
 
 if TYPE_CHECKING:  # the pipeline pulls in generation; search-only callers must not need it
     from mmrag.core.pipeline import QAResult
+    from mmrag.generation.grounding import Grounding
+    from mmrag.generation.types import Region
 
 
 def valid_text(text: str) -> str:
@@ -133,10 +136,30 @@ class SourceOut(BaseModel):
         )
 
 
+class BoxOut(BaseModel):
+    """A region of an image, in that image's pixels."""
+
+    left: float
+    top: float
+    right: float
+    bottom: float
+    score: float | None = Field(None, description="the detector's confidence; null for a VLM's")
+    label: str = Field(description="what was looked for, or what the VLM named")
+
+    @classmethod
+    def from_region(cls, region: Region | None) -> BoxOut | None:
+        return None if region is None else cls(**asdict(region))
+
+
 class CitationOut(BaseModel):
     marker: int
     source_id: str
     modality: Modality
+    box: BoxOut | None = Field(
+        None,
+        description="for a cited image, the region that supports the answer (when the service "
+        "has a detector or grounding VLM)",
+    )
 
 
 class AnswerResponse(BaseModel):
@@ -156,7 +179,12 @@ class AnswerResponse(BaseModel):
             answer=answer.text,
             answer_without_markers=answer.text_without_markers,
             citations=[
-                CitationOut(marker=c.marker, source_id=c.source_id, modality=c.modality)
+                CitationOut(
+                    marker=c.marker,
+                    source_id=c.source_id,
+                    modality=c.modality,
+                    box=BoxOut.from_region(c.box),
+                )
                 for c in answer.citations
             ],
             sources=[SourceOut.from_source(s, relevance.get(s.id)) for s in answer.sources],
@@ -207,3 +235,27 @@ class RationaleResponse(BaseModel):
     multiple_choice: str | None = Field(None, description="one of the given choices")
     choice_scores: dict[str, float] | None = None
     timings: dict[str, float]
+
+
+class GroundResponse(BaseModel):
+    box: BoxOut | None = Field(description="null when nothing could be boxed; `error` says why")
+    width: int = Field(description="the image's width in pixels")
+    height: int = Field(description="the image's height in pixels")
+    strategy: str = Field(description="detector (the object named, then detected) or vlm")
+    query: str = Field(description="what was looked for: the object named, or the question")
+    error: str | None = None
+    timings: dict[str, float]
+
+    @classmethod
+    def from_grounding(
+        cls, found: Grounding, strategy: str, size: tuple[int, int]
+    ) -> GroundResponse:
+        return cls(
+            box=BoxOut.from_region(found.region),
+            width=size[0],
+            height=size[1],
+            strategy=strategy,
+            query=found.query,
+            error=found.error,
+            timings=found.timings,
+        )

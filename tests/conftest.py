@@ -136,3 +136,13 @@ def llama_server(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     with running_llama_server(smollm2_gguf, log) as (_, base_url):
         yield base_url
+
+
+# --- grounding: a tiny random OWLv2, saved like a hub checkpoint and loaded by path ---
+
+
+@pytest.fixture(scope="session")
+def tiny_owlv2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.tiny_models import tiny_owl
+
+    return tiny_owl(tmp_path_factory.mktemp("tiny-owlv2"))

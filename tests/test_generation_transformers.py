@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from mmrag.generation import AnswerWriter, LMJudge, load_engine
+from mmrag.generation import AnswerWriter, GenerationError, LMJudge, load_engine
 from mmrag.generation.prompts import image_part
 
 CHATML = (
@@ -205,3 +205,34 @@ def test_writer_sends_image_sources_as_pixels_to_a_vlm(tiny_llava: Path) -> None
     assert asked == ["img-door"]
     assert answer.sources == [door]
     assert answer.generation_error is None or "returned no answer" in answer.generation_error
+
+
+def test_the_vision_setting_switches_a_vlm_to_text_and_refuses_a_text_model(
+    tiny_llava: Path, tiny_llama: Path
+) -> None:
+    @dataclass(frozen=True)
+    class Src:
+        id: str
+        modality: str
+        title: str
+        text: str
+
+    door = Src("img-door", "image", "Harbor Inn door", "The door of the Harbor Inn.")
+    asked: list[str] = []
+
+    def images(source: Src) -> bytes:
+        asked.append(source.id)
+        return png("red")
+
+    seeing = load_engine("transformers", str(tiny_llava), device="cpu", accepts_images=True)
+    assert seeing.info.accepts_images is True
+    blind = load_engine("transformers", str(tiny_llava), device="cpu", accepts_images=False)
+    assert blind.info.accepts_images is False
+    AnswerWriter(blind, max_tokens=4, images=images).write("What colour?", [door])
+    assert asked == []  # described by its caption, as for a text-only model
+    AnswerWriter(seeing, max_tokens=4, images=images).write("What colour?", [door])
+    assert asked == ["img-door"]
+    with pytest.raises(
+        GenerationError, match=r"--vision: the transformers model .* takes no images"
+    ):
+        load_engine("transformers", str(tiny_llama), device="cpu", accepts_images=True)

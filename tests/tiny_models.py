@@ -79,3 +79,71 @@ def tiny_cross_encoder(folder: Path, seed: int = 0) -> Path:
     BertForSequenceClassification(config).save_pretrained(folder)
     BertTokenizer(vocab=vocab).save_pretrained(folder)
     return folder
+
+
+def _owl_vocab() -> dict[str, int]:
+    """Characters with CLIP's word ends; the pad token first, as OWL masks queries whose first
+    id is 0 (real OWL vocabularies begin with "!", never a query's first token)."""
+    vocab = {"!": 0, "<|startoftext|>": 1, "<|endoftext|>": 2}
+    characters = string.ascii_lowercase + string.digits
+    vocab.update({c: len(vocab) + i for i, c in enumerate(characters)})
+    vocab.update({f"{c}</w>": len(vocab) + i for i, c in enumerate(characters)})
+    return vocab
+
+
+def tiny_owl(folder: Path, *, v2: bool = True, seed: int = 0, base_size: bool = False) -> Path:
+    """A random OWLv2 (or OWL-ViT with `v2=False`), saved like a hub checkpoint.
+
+    The box head's last layer is zeroed, so each patch predicts the box its position implies
+    (OWL's box bias): boxes of patch size tiling the image, as a trained model's are before it
+    refines them, instead of the random corners an untrained head gives. `base_size=True`
+    gives the real base sizes (owlv2-base-patch16, owlvit-base-patch32), for benches.
+    """
+    import torch
+    from transformers import (
+        CLIPTokenizer,
+        Owlv2Config,
+        Owlv2ForObjectDetection,
+        Owlv2ImageProcessorPil,
+        Owlv2Processor,
+        OwlViTConfig,
+        OwlViTForObjectDetection,
+        OwlViTImageProcessorPil,
+        OwlViTProcessor,
+    )
+
+    vocab = _owl_vocab()
+    tokens = {"vocab_size": len(vocab), "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
+    config_class = Owlv2Config if v2 else OwlViTConfig
+    if base_size:  # owlv2-base-patch16 reads 960 px; OWL-ViT's defaults are base-patch32's
+        vision = {"image_size": 960, "patch_size": 16} if v2 else {}
+        config = config_class(text_config=tokens, vision_config=vision)
+        side = config.vision_config.image_size
+    else:
+        layers = {
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+        }
+        side = 64
+        config = config_class(
+            text_config={**layers, **tokens, "max_position_embeddings": 16},
+            vision_config={**layers, "image_size": side, "patch_size": 16},
+            projection_dim=32,  # OWL's class head maps image features to the text width
+        )
+    torch.manual_seed(seed)
+    model = (Owlv2ForObjectDetection if v2 else OwlViTForObjectDetection)(config)
+    with torch.no_grad():
+        model.box_head.dense2.weight.zero_()
+        model.box_head.dense2.bias.zero_()
+    model.save_pretrained(folder)
+    tokenizer = CLIPTokenizer(vocab=vocab, merges=[], pad_token="!", model_max_length=16)
+    size = {"height": side, "width": side}
+    if v2:
+        processor = Owlv2Processor(Owlv2ImageProcessorPil(size=size), tokenizer)
+    else:
+        image_processor = OwlViTImageProcessorPil(size=size, crop_size=size)
+        processor = OwlViTProcessor(image_processor, tokenizer)
+    processor.save_pretrained(folder)
+    return folder

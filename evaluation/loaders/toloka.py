@@ -1,7 +1,9 @@
 """Toloka VQA (WSDM Cup 2023) CSVs: `image,width,height,left,top,right,bottom,question`.
 
 Gold and predictions share the format; predictions need only `image,left,top,right,bottom` and
-are joined to gold rows on `image` (one question per image in the release).
+are joined to gold rows on `image` (one question per image in the release). Questions to answer
+(`load_questions`, for `eval run`) may come without boxes, as the test CSVs did during the
+competition: a row's box is then None.
 """
 
 from __future__ import annotations
@@ -21,15 +23,23 @@ BOX_COLUMNS = ("left", "top", "right", "bottom")
 @dataclass(frozen=True, slots=True)
 class TolokaItem:
     image: str
-    box: Box
+    box: Box | None  # None only for questions read without gold (`load_questions`)
     question: str = ""
     width: float | None = None
     height: float | None = None
 
 
-def _read(path: Path, *, gold: bool) -> dict[str, TolokaItem]:
+def _box(row: dict[str, str], required: bool) -> Box | None:
+    cells = [(row.get(column) or "").strip() for column in BOX_COLUMNS]
+    if not required and not any(cells):
+        return None
+    return Box(*(as_float(cell) for cell in cells))
+
+
+def _read(path: Path, *, boxes: bool, questions: bool) -> dict[str, TolokaItem]:
+    """Rows keyed by image, in file order; `boxes` and `questions` say which are required."""
     reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
-    required = ("image", *BOX_COLUMNS, *(("question",) if gold else ()))
+    required = ("image", *(BOX_COLUMNS if boxes else ()), *(("question",) if questions else ()))
     missing = [column for column in required if column not in (reader.fieldnames or [])]
     if missing:
         raise DatasetError(
@@ -45,12 +55,12 @@ def _read(path: Path, *, gold: bool) -> dict[str, TolokaItem]:
         if not image:
             raise record_error(path, f"line {line}", "empty image")
         try:
-            box = Box(*(as_float(row[column]) for column in BOX_COLUMNS))
+            box = _box(row, boxes)
             width = as_float(row["width"]) if row.get("width") else None
             height = as_float(row["height"]) if row.get("height") else None
         except ValueError as exc:
             raise record_error(path, f"line {line} ({image})", f"bad number ({exc})") from None
-        if gold and (box.right < box.left or box.bottom < box.top):
+        if questions and box is not None and (box.right < box.left or box.bottom < box.top):
             raise record_error(path, f"line {line} ({image})", "box has right<left or bottom<top")
         if image in items:
             raise record_error(path, f"line {line}", f"image {image} appears twice")
@@ -62,9 +72,15 @@ def _read(path: Path, *, gold: bool) -> dict[str, TolokaItem]:
 
 def load_gold(path: str | Path) -> dict[str, TolokaItem]:
     """Gold rows keyed by image; an inverted gold box is corruption and is refused."""
-    return _read(Path(path), gold=True)
+    return _read(Path(path), boxes=True, questions=True)
+
+
+def load_questions(path: str | Path) -> list[TolokaItem]:
+    """The questions of a release CSV in file order, with their gold boxes where it has them."""
+    return list(_read(Path(path), boxes=False, questions=True).values())
 
 
 def load_predictions(path: str | Path) -> dict[str, Box]:
     """Predicted boxes keyed by image (an inverted predicted box simply scores IoU 0)."""
-    return {image: item.box for image, item in _read(Path(path), gold=False).items()}
+    rows = _read(Path(path), boxes=True, questions=False)
+    return {image: item.box for image, item in rows.items()}  # type: ignore[misc]

@@ -1,12 +1,18 @@
 """VLQA (image + passage multiple-choice reasoning) items and predictions.
 
 The release's field names are not pinned down, so the mapping from our fields to the names met
-in the wild lives in one table, `FIELDS`, tried in order. The file may be a JSON list, an object
-with a `data`/`questions` list, an object keyed by question id, or JSON Lines.
+in the wild lives in one table, `FIELDS`, tried in order. The file may be a JSON list (the
+official `val.json`, which the VLQA site's `static/evaluate.py` reads as a list of items with an
+`answer` index), an object with a `data`/`questions` list, an object keyed by question id, or
+JSON Lines. Items of a list without an id are known by their position.
+
+Predictions come in the official format, `{"val": [answer index per item, in gold order]}` (any
+one split name as the key), or as `{question_id: answer index}`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +29,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "choices": ("answer_choices", "choices", "options", "candidates"),
     "answer": ("answer", "answer_idx", "answer_index", "correct_answer", "label", "gold_label"),
 }
-PREDICTION_FORMAT = "{question_id: chosen answer index}"
+PREDICTION_FORMAT = '{"val": [answer index per item, in gold order]} or {question_id: index}'
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +91,11 @@ def _item(record: Any, fallback_id: str | None) -> VLQAItem:
 
 def _records(data: Any) -> list[tuple[str | None, Any]]:
     if isinstance(data, list):
-        return [(None, record) for record in data]
+        return [(str(position), record) for position, record in enumerate(data)]
     if isinstance(data, dict):
         for key in ("data", "questions", "items"):
             if isinstance(data.get(key), list):
-                return [(None, record) for record in data[key]]
+                return [(str(position), record) for position, record in enumerate(data[key])]
         if data and all(isinstance(value, dict) for value in data.values()):
             return [(str(key), record) for key, record in data.items()]
     raise ValueError("expected a list of VLQA items, an object with a 'data' list, or JSON Lines")
@@ -107,7 +113,7 @@ def load_gold(path: str | Path) -> list[VLQAItem]:
         try:
             item = _item(record, key)
         except (ValueError, TypeError) as exc:
-            where = f"item {number}" + (f" ({key})" if key else "")
+            where = f"item {number}" + (f" ({key})" if key and key != str(number) else "")
             raise record_error(path, where, str(exc)) from None
         if item.question_id in seen:
             raise record_error(path, f"item {number}", f"question id {item.question_id} twice")
@@ -118,8 +124,17 @@ def load_gold(path: str | Path) -> list[VLQAItem]:
     return items
 
 
-def load_predictions(path: str | Path) -> dict[str, int]:
-    """`{question_id: chosen answer index}`; an index may be written as a digit string."""
+def _index_value(path: Path, where: str, value: Any) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise record_error(path, where, f"{value!r} is not an answer index ({PREDICTION_FORMAT})")
+    return value
+
+
+def load_predictions(path: str | Path) -> dict[str, int] | list[int]:
+    """The official `{"val": [index, ...]}` as the list (aligned with the gold file by
+    position: `by_position`), or `{question_id: index}`; an index may be a digit string."""
     path = Path(path)
     data = read_json(path)
     if not isinstance(data, dict):
@@ -127,15 +142,29 @@ def load_predictions(path: str | Path) -> dict[str, int]:
             f"{path}: not a VLQA prediction file (expected {PREDICTION_FORMAT}, "
             f"found a JSON {type(data).__name__})"
         )
-    predictions: dict[str, int] = {}
-    for qid, value in data.items():
-        if isinstance(value, str) and value.strip().isdigit():
-            value = int(value.strip())
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise record_error(
-                path, f"prediction {qid}", f"{value!r} is not an answer index ({PREDICTION_FORMAT})"
-            )
-        predictions[str(qid)] = value
+    if len(data) == 1 and isinstance(official := next(iter(data.values())), list):
+        return [_index_value(path, f"entry {n}", value) for n, value in enumerate(official)]
+    predictions = {
+        str(qid): _index_value(path, f"prediction {qid}", value) for qid, value in data.items()
+    }
     if not predictions:
         raise DatasetError(f"{path}: no predictions (expected {PREDICTION_FORMAT})")
     return predictions
+
+
+def by_position(
+    items: Sequence[VLQAItem], predictions: Sequence[int], *, pred_label: str = "predictions"
+) -> dict[str, int]:
+    """Official predictions keyed by question id: entry n answers gold item n, and the official
+    script refuses a file whose length differs from the gold file's."""
+    if len(predictions) != len(items):
+        raise DatasetError(
+            f"{pred_label}: {len(predictions)} answers for {len(items)} questions; the official "
+            "format needs one answer per gold item, in gold order"
+        )
+    return {item.question_id: answer for item, answer in zip(items, predictions, strict=True)}
+
+
+def official_predictions(split: str, answers: Sequence[int]) -> dict[str, list[int]]:
+    """What `static/evaluate.py` reads: `{split: [answer index per gold item, in order]}`."""
+    return {split: list(answers)}

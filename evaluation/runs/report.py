@@ -174,6 +174,17 @@ AOKVQA: tuple[Published, ...] = (
     Published("meteor", 0.271, "ClipCap rationales", "val", "all", AOKVQA_PAPER),
 )
 
+TOLOKA_PAPER = "Toloka VQA paper (Ustalov et al., 2023)"
+TOLOKA: tuple[Published, ...] = (
+    Published("iou", 87.154, "crowd (non-expert annotators)", "private test", "all", TOLOKA_PAPER),
+    Published("iou", 76.347, "WSDM Cup winner", "private test", "all", TOLOKA_PAPER),
+    Published("iou", 44.851, "OFA + SAM (zero-shot)", "private test", "all", TOLOKA_PAPER),
+    Published("iou", 21.292, "YOLOR + CLIP (zero-shot)", "private test", "all", TOLOKA_PAPER),
+)
+
+VLQA_PAPER = "VLQA paper (Sampat et al., 2020)"
+VLQA: tuple[Published, ...] = (Published("accuracy", 84.0, "human", "test", "all", VLQA_PAPER),)
+
 # Settings whose numbers stand beside any WebQA run: human performance, and Acc with the gold
 # sources given (an upper reference for the answer writer whatever the retrieval setting).
 _ANY_WEBQA_SETTING = ("any", "oracle sources")

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from mmrag.evaluation.loaders.vlqa import VLQAItem
+from mmrag.evaluation.loaders.vlqa import VLQAItem, by_position
 from mmrag.evaluation.metrics.choice import choice_correct
 from mmrag.evaluation.scoring import ScoreReport, answered, join
 
 
 def score(
     items: Sequence[VLQAItem],
-    predictions: Mapping[str, int],
+    predictions: Mapping[str, int] | Sequence[int],
     *,
     gold_label: str = "gold",
     pred_label: str = "predictions",
 ) -> ScoreReport:
+    """Accuracy over the items with a gold answer. Official predictions (a list in gold order)
+    are matched to the items by position first."""
+    if not isinstance(predictions, Mapping):
+        predictions = by_position(items, predictions, pred_label=pred_label)
     answered_items, warnings = answered(
         items,
         lambda item: bool(item.answer is not None),

@@ -13,7 +13,7 @@ import base64
 import binascii
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, get_args
 
 from mmrag.generation.errors import GenerationError
@@ -160,16 +160,19 @@ def load_engine(
     device: str | None = None,
     n_ctx: int = 4096,
     timeout: float = 60.0,
-    accepts_images: bool = False,
+    accepts_images: bool | None = None,
     n_threads: int | None = None,
 ) -> Engine:
     """Build an engine by name; the model loads once here and is shared by the process.
 
     `openai` is any OpenAI-compatible endpoint (`vllm serve`, `python -m llama_cpp.server`, a
-    hosted API) at `base_url`; `accepts_images` says whether to send image parts to it (the
-    in-process engines find that out from the model). `model=None` means the packaged SmolLM2
-    GGUF for `llamacpp` and, for `openai`, the endpoint's first listed model (asked at once, so
-    an unreachable endpoint fails here; with a model named it fails at the first request).
+    hosted API) at `base_url`. `accepts_images` says whether the engine is sent images: for
+    `openai` only True sends image parts (nothing in the protocol says what the served model
+    takes); in-process engines find out from the model when it is None, refuse True for a model
+    without vision, and with False describe images in text even to a VLM. `model=None` means
+    the packaged SmolLM2 GGUF for `llamacpp` and, for `openai`, the endpoint's first listed
+    model (asked at once, so an unreachable endpoint fails here; with a model named it fails at
+    the first request).
     `device` places llama.cpp layers (cpu or a GPU) and transformers models; `n_threads` is
     for llama.cpp only.
     """
@@ -180,10 +183,6 @@ def load_engine(
             f"base_url is for the openai engine (vLLM and llama.cpp servers speak it); the {kind} "
             "engine runs in this process"
         )
-    if kind == "llamacpp":
-        from mmrag.generation.engines.llamacpp import LlamaCppEngine
-
-        return LlamaCppEngine(model, n_ctx=n_ctx, device=device, n_threads=n_threads)
     if kind == "openai":
         if base_url is None:
             raise GenerationError(
@@ -196,15 +195,37 @@ def load_engine(
             model,
             base_url=base_url,
             api_key=api_key,
-            accepts_images=accepts_images,
+            accepts_images=bool(accepts_images),
             timeout=timeout,
         )
-    if model is None:
+    if kind == "llamacpp":
+        from mmrag.generation.engines.llamacpp import LlamaCppEngine
+
+        engine: Engine = LlamaCppEngine(model, n_ctx=n_ctx, device=device, n_threads=n_threads)
+    elif model is None:
         raise GenerationError(f"the {kind} engine needs a model: a hub name or a local directory")
-    if kind == "vllm":
+    elif kind == "vllm":
         from mmrag.generation.engines.vllm_local import VllmEngine
 
-        return VllmEngine(model, n_ctx=n_ctx)
-    from mmrag.generation.engines.transformers_local import TransformersEngine
+        engine = VllmEngine(model, n_ctx=n_ctx)
+    else:
+        from mmrag.generation.engines.transformers_local import TransformersEngine
 
-    return TransformersEngine(model, device=device)
+        engine = TransformersEngine(model, device=device)
+    return with_vision(engine, accepts_images)
+
+
+def with_vision(engine: Engine, accepts_images: bool | None) -> Engine:
+    """The in-process engine as told: images off when asked, an error when asked for images a
+    model cannot take (llama.cpp here runs text-only GGUFs: serve a VLM GGUF with its
+    projector from llama.cpp's server and use the openai engine)."""
+    if accepts_images is None or accepts_images == engine.info.accepts_images:
+        return engine
+    if accepts_images:
+        raise GenerationError(
+            f"--vision: the {engine.info.name} model {engine.info.model!r} takes no images; use "
+            "a vision-language model, or serve one (vLLM, llama.cpp's server with --mmproj) and "
+            "pass --engine openai --vision"
+        )
+    engine.info = replace(engine.info, accepts_images=False)
+    return engine

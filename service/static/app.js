@@ -157,7 +157,44 @@ function finish(bubble, state) {
   bubble.removeAttribute("aria-busy");
 }
 
-function sourceCard(source, number, cited, turn) {
+function placeRegion(mark, img, box) {
+  // The thumbnail is drawn with object-fit: cover (scaled to fill, centred, cropped): map the
+  // box from the image's pixels to the thumbnail's, and keep it within what is visible.
+  const [w, h] = [img.naturalWidth, img.naturalHeight];
+  const [boxW, boxH] = [img.clientWidth, img.clientHeight];
+  if (!w || !h || !boxW || !boxH) return;
+  const scale = Math.max(boxW / w, boxH / h);
+  const dx = (boxW - w * scale) / 2;
+  const dy = (boxH - h * scale) / 2;
+  const left = Math.max(0, dx + box.left * scale);
+  const top = Math.max(0, dy + box.top * scale);
+  const right = Math.min(boxW, dx + box.right * scale);
+  const bottom = Math.min(boxH, dy + box.bottom * scale);
+  mark.hidden = right - left < 1 || bottom - top < 1;
+  mark.style.left = `${img.offsetLeft + left}px`;
+  mark.style.top = `${img.offsetTop + top}px`;
+  mark.style.width = `${right - left}px`;
+  mark.style.height = `${bottom - top}px`;
+}
+
+function drawRegion(card, img, box) {
+  // The region of a cited image that supports the answer, from the service's grounder.
+  const sides = [box.left, box.top, box.right, box.bottom];
+  if (!sides.every((value) => Number.isFinite(value))) return;
+  const mark = el("span", "region");
+  mark.hidden = true;
+  mark.setAttribute("role", "img");
+  mark.setAttribute("aria-label", `Region that supports the answer: ${box.label || "boxed"}`);
+  mark.title = box.label ? `Supports the answer: ${box.label}` : "Supports the answer";
+  card.classList.add("grounded");
+  card.append(mark);
+  const place = () => placeRegion(mark, img, box);
+  img.addEventListener("load", place);
+  if (img.complete) place();
+  new ResizeObserver(place).observe(img);
+}
+
+function sourceCard(source, number, cited, turn, box) {
   const card = el("article", `card ${source.modality === "image" ? "image" : "text"}`);
   card.id = `s${turn}-${number}`;
   card.tabIndex = -1;
@@ -176,6 +213,7 @@ function sourceCard(source, number, cited, turn) {
     img.addEventListener("error", () => img.classList.add("broken"), { once: true });
     img.src = imageUrl;
     card.append(img);
+    if (box) drawRegion(card, img, box);
   }
 
   const body = el("div", "card-body");
@@ -220,6 +258,7 @@ function renderAnswer(bubble, result, turn) {
   const sources = Array.isArray(result.sources) ? result.sources : [];
   const citations = Array.isArray(result.citations) ? result.citations : [];
   const citedIds = new Set(citations.map((c) => c.source_id));
+  const boxes = new Map(citations.filter((c) => c.box).map((c) => [c.source_id, c.box]));
   const byMarker = new Map(citations.map((c) => [c.marker, c.source_id]));
   const sourceIndex = (n) => {
     // The citation names its source; the numbering of `sources` ([1] first) is the fallback.
@@ -274,7 +313,7 @@ function renderAnswer(bubble, result, turn) {
     list.setAttribute("aria-label", "Sources");
     sources.forEach((source, i) => {
       const cited = citedIds.has(source.source_id) || result.generation_error;
-      list.append(sourceCard(source, i + 1, Boolean(cited), turn));
+      list.append(sourceCard(source, i + 1, Boolean(cited), turn, boxes.get(source.source_id)));
     });
     parts.push(el("h2", "sources-heading", sources.length === 1 ? "Source" : "Sources"), list);
   } else {

@@ -1,0 +1,104 @@
+"""A real OpenAI-compatible HTTP server on loopback that records every request it is sent.
+
+Why not a real VLM server: no vision-language weights can be had on these machines (nothing on
+PyPI, Debian or npm carries them, and no model hub is reachable; see
+../shared/specs/environment.md), and llama.cpp's server takes images only with a VLM GGUF and
+its projector. What these tests must prove is the wire format mmrag sends a VLM server (vLLM,
+llama.cpp's server): this server speaks the same protocol over real HTTP (`/v1/models`,
+`/v1/chat/completions` with and without streaming and `logprobs`), records each request body as
+received, and answers from a script, so the bytes of every image part can be checked.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = Callable[[dict[str, Any]], str]
+
+
+class Recorder:
+    def __init__(self, reply: Reply, model: str) -> None:
+        self.reply = reply
+        self.model = model
+        self.requests: list[tuple[str, dict[str, Any]]] = []  # (path, JSON body)
+        self.lock = threading.Lock()
+        self.url = ""
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [body for path, body in self.requests if path.endswith("/chat/completions")]
+
+
+def image_urls(body: dict[str, Any]) -> list[str]:
+    """The `image_url` URLs of a chat request, in order."""
+    return [
+        part["image_url"]["url"]
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for part in message["content"]
+        if part.get("type") == "image_url"
+    ]
+
+
+def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_: Any) -> None:  # keep pytest's output clean
+            pass
+
+        def _json(self, value: Any) -> None:
+            data = json.dumps(value).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            with recorder.lock:
+                recorder.requests.append((self.path, {}))
+            self._json({"object": "list", "data": [{"id": recorder.model, "object": "model"}]})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with recorder.lock:
+                recorder.requests.append((self.path, body))
+            text = recorder.reply(body)
+            if body.get("stream"):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for word in text.split(" "):
+                    chunk = {"choices": [{"delta": {"content": word + " "}}]}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                return
+            choice: dict[str, Any] = {"message": {"role": "assistant", "content": text}}
+            if body.get("logprobs"):
+                top = [{"token": "yes", "logprob": -0.2}, {"token": "no", "logprob": -1.7}]
+                choice["logprobs"] = {"content": [{"token": "yes", "top_logprobs": top}]}
+            self._json({"choices": [choice]})
+
+    return Handler
+
+
+@contextmanager
+def recording_server(
+    reply: Reply = lambda _body: "The door is red [1].",
+    model: str = "Qwen/Qwen2.5-VL-7B-Instruct",
+) -> Iterator[Recorder]:
+    """Serves on a free loopback port until the block ends; `Recorder.url` is its /v1 root."""
+    recorder = Recorder(reply, model)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(recorder))
+    recorder.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield recorder
+    finally:
+        server.shutdown()
+        server.server_close()
