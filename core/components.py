@@ -133,20 +133,42 @@ def build_pipeline(settings: Settings) -> QAPipeline:
         max_sources=settings.max_sources,
         k=settings.rerank_k,
     )
-    writer = AnswerWriter(engine, max_tokens=settings.max_tokens, images=image_bytes(retriever))
-    grounder = build_citation_grounder(settings, retriever, engine)
-    return QAPipeline(retriever, selector, writer, grounder=grounder)
+    writer = AnswerWriter(
+        engine,
+        max_tokens=settings.max_tokens,
+        images=image_bytes(retriever),
+        guided=settings.guided_citations,
+    )
+    return QAPipeline(
+        retriever,
+        selector,
+        writer,
+        build_attributor(settings),
+        abstain=settings.abstain,
+        grounder=build_citation_grounder(settings, retriever, engine),
+    )
+
+
+def minilm_embed():
+    """The packaged MiniLM's encode, loaded once per process (retrieval usually has it)."""
+    from mmrag.indexes.encoders.loading import text_encoder
+    from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
+
+    return text_encoder(DEFAULT_TEXT_EMBEDDER).encode_texts
+
+
+def build_attributor(settings: Settings):
+    from mmrag.generation.attribution import Attributor, load_verifier
+
+    embed = minilm_embed() if settings.verifier == "lexical" else None
+    return Attributor(load_verifier(settings.verifier, embed=embed, device=settings.device))
 
 
 def build_rationale_writer(engine, choose: str = "similarity"):
     """A-OKVQA mode on an engine already loaded; MiniLM embeds answers to pick the choice."""
     from mmrag.generation.rationale import RationaleWriter
-    from mmrag.indexes.encoders.loading import text_encoder
-    from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
 
-    return RationaleWriter(
-        engine, choose=choose, embed=text_encoder(DEFAULT_TEXT_EMBEDDER).encode_texts
-    )
+    return RationaleWriter(engine, choose=choose, embed=minilm_embed())
 
 
 def build_attacher(settings: Settings) -> ImageAttacher:

@@ -85,7 +85,15 @@ def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
     add_retrieval_options(parser)
     add_generation_options(parser)
     add_grounding_options(parser)
-    for name in ("reranker", "threshold", "max_sources", "rerank_k"):
+    for name in (
+        "reranker",
+        "threshold",
+        "max_sources",
+        "rerank_k",
+        "verifier",
+        "abstain",
+        "guided_citations",
+    ):
         setting_flag(parser, name)
 
 

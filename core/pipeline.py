@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from mmrag.core.attachments import AttachedImage
+from mmrag.generation.attribution import AbstainPolicy, Attributor
 from mmrag.generation.grounding import CitationGrounder
 from mmrag.generation.types import Answer
 from mmrag.generation.writer import AnswerWriter
@@ -44,6 +45,7 @@ class Timings:
     rerank_s: float = 0.0
     generate_s: float = 0.0
     first_token_s: float = 0.0
+    verify_s: float = 0.0  # checking each citation against its source
     ground_s: float = 0.0  # boxing the region of each cited image that supports the answer
 
     def as_dict(self) -> dict[str, float]:
@@ -151,6 +153,7 @@ class QARun:
         return None
 
     def _work(self, pipeline: QAPipeline, question: str, options: dict) -> None:
+        abstain = options.pop("abstain") or pipeline.abstain
         try:
             timings = Timings()
             selection = pipeline.select(question, timings, **options)
@@ -168,6 +171,9 @@ class QARun:
             )
             timings.generate_s = answer.timings["generate_s"]
             timings.first_token_s = answer.timings["first_token_s"]
+            verifying = time.perf_counter()
+            answer = pipeline.attributor.attribute(question, answer, abstain=abstain == "auto")
+            timings.verify_s = time.perf_counter() - verifying
             if pipeline.grounder is not None and self._interrupt(deadline) is None:
                 answer = pipeline.grounder.ground(question, answer)
                 timings.ground_s = answer.timings["ground_s"]
@@ -182,7 +188,9 @@ class QAPipeline:
         retriever: HybridRetriever,
         selector: SourceSelector,
         writer: AnswerWriter,
+        attributor: Attributor,
         *,
+        abstain: AbstainPolicy = "auto",
         grounder: CitationGrounder | None = None,
     ) -> None:
         """`grounder`, when given, boxes the region of each cited image that supports the
@@ -190,6 +198,8 @@ class QAPipeline:
         self.retriever = retriever
         self.selector = selector
         self.writer = writer
+        self.attributor = attributor
+        self.abstain = abstain
         self.grounder = grounder
 
     def run(
@@ -201,12 +211,16 @@ class QAPipeline:
         max_sources: int | None = None,
         candidates: Sequence[str] | None = None,
         timeout_s: float | None = None,
+        abstain: AbstainPolicy | None = None,
         image: AttachedImage | None = None,
     ) -> QARun:
         """Start answering; `candidates` (source ids) restricts retrieval to ranking those, as
-        in WebQA's restricted setting. `timeout_s` bounds generation."""
+        in WebQA's restricted setting. `timeout_s` bounds generation; `abstain` overrides the
+        pipeline's policy for this question."""
         options = {"k": k, "modality": modality, "max_sources": max_sources, "image": image}
-        return QARun(self, question, timeout_s, {**options, "candidates": candidates})
+        return QARun(
+            self, question, timeout_s, {**options, "candidates": candidates, "abstain": abstain}
+        )
 
     def answer(self, question: str, **options: Any) -> QAResult:
         """`run` and wait for the result."""

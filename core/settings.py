@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mmrag.generation.attribution import AbstainPolicy, VerifierChoice
 from mmrag.generation.engines.base import EngineName
 from mmrag.generation.grounding import GrounderName
 from mmrag.indexes.errors import InputError
@@ -75,6 +76,19 @@ class Settings(BaseSettings):
         "`mmrag retrieval calibrate` with calibrated scores, else 0.2 (WebQA's VLP)",
     )
     max_sources: int = Field(2, ge=1, description="most sources an answer cites")
+    verifier: VerifierChoice = Field(
+        "lexical",
+        description="checks that each cited source supports the answer: lexical (offline: "
+        "the answer's new facts must be in the source) or nli:NAME_OR_PATH",
+    )
+    abstain: AbstainPolicy = Field(
+        "auto",
+        description="auto: say the sources do not answer when none supports an answer; never: "
+        "keep such an answer, uncited",
+    )
+    guided_citations: bool = Field(
+        True, description="constrain decoding to a cited sentence where the engine can"
+    )
     max_sources_limit: int = Field(
         8, ge=1, description="largest max_sources a client may ask for per request"
     )

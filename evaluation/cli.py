@@ -52,6 +52,22 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="BART model for fluency: hub name or local directory (default %(default)s)",
     )
     webqa.add_argument("--fl-batch-size", type=int, default=16, help="default %(default)s")
+    webqa.add_argument(
+        "--no-attribution",
+        action="store_true",
+        help="skip citation recall/precision and the decline rate",
+    )
+    webqa.add_argument(
+        "--verifier",
+        default="lexical",
+        help="judge of whether a cited source supports an answer: lexical (offline, loads "
+        "MiniLM) or nli:NAME_OR_PATH (default %(default)s)",
+    )
+    webqa.add_argument(
+        "--index",
+        type=Path,
+        help="read cited sources from this index (default: the gold file's facts)",
+    )
     score.set_defaults(run=run_score)
 
     run = actions.add_parser(
@@ -98,7 +114,37 @@ def _score_webqa(args: argparse.Namespace) -> Any:
         from mmrag.evaluation.metrics.fluency import BartLogLikelihood
 
         fl = BartLogLikelihood(args.fl_model, batch_size=args.fl_batch_size)
-    return webqa.score(questions, predictions, fl=fl, pred_label=pred_label)
+    attribution = None
+    if not args.no_attribution and args.baseline_tsv is None:
+        attribution = webqa.AttributionCheck(
+            build_attributor_for(args.verifier), source_lookup(args)
+        )
+    return webqa.score(
+        questions, predictions, fl=fl, attribution=attribution, pred_label=pred_label
+    )
+
+
+def build_attributor_for(verifier: str):
+    from mmrag.core.components import build_attributor
+    from mmrag.core.settings import Settings
+
+    return build_attributor(Settings.load(None, verifier=verifier))
+
+
+def source_lookup(args: argparse.Namespace):
+    """Cited sources by id: from `--index`, else the facts of the gold file's questions."""
+    if args.index is not None:
+        from mmrag.indexes.collection import Collection
+
+        return Collection(args.index).store.find
+    from mmrag.evaluation.loaders import webqa as loader
+
+    facts = {
+        source.id: source
+        for question in loader.load_gold(args.gold, with_negatives=True)
+        for source in (*question.pos_sources, *question.neg_sources)
+    }
+    return facts.get
 
 
 def _score_other(args: argparse.Namespace) -> Any:

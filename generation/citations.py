@@ -1,9 +1,10 @@
-"""Citation markers in model output: parse, validate against the given sources, tidy, fall back.
+"""Citation markers in model output: parse, validate against the given sources, tidy.
 
-Pure functions, because small models do not obey formatting instructions (SmolLM2-135M mostly
-writes no markers, sometimes invents [7] for two sources, and rambles past its first sentence):
-whatever the model wrote, the answer that leaves here is one sentence whose every [n] names one
-of the n sources, with at least one citation when there was anything to cite.
+Pure functions, because small models do not obey formatting instructions (SmolLM2-135M
+sometimes invents [7] for two sources, and rambles past its first sentence): whatever the model
+wrote, the sentence that leaves here is one sentence whose every [n] names one of the n
+sources. Whether those sources support it is checked next (`generation.attribution`), and
+nothing here cites a source on the model's behalf.
 """
 
 from __future__ import annotations
@@ -77,9 +78,13 @@ def sentence_end(text: str) -> int | None:
         while end < len(text) and text[end] in ".!?" + _CLOSERS:
             end += 1
         run = _RUN.match(text, end)
-        if run:
+        if run:  # markers after the punctuation ("red. [1]."), and a stop after them
             end = run.end()
+            while end < len(text) and text[end] in ".!?":
+                end += 1
         rest = text[end:]
+        if rest.lstrip().startswith("[") and "]" not in rest:
+            return None  # a marker is still being written
         if rest[:1].isspace() and rest.strip():
             following = rest.lstrip()[0]
             if "\n" in rest[: len(rest) - len(rest.lstrip())] or not following.islower():
@@ -119,8 +124,10 @@ def _canonical_markers(text: str, count: int) -> str:
     return MARKER.sub(rewrite, text)
 
 
-def _place_markers(text: str, fallback: int | None) -> str:
+def _place_markers(text: str) -> str:
     """Markers in front of the final punctuation, one space before each run, none after."""
+    # "red. [1][3]." (markers between two stops, as constrained decoding writes them)
+    text = re.sub(r"[.!?]+(\s*(?:\[\d+\])+\s*[.!?]+)\s*$", r"\1", text)
     lead = _CANONICAL_RUN.match(text)
     moved = ""
     if lead and lead.group().strip():
@@ -131,9 +138,7 @@ def _place_markers(text: str, fallback: int | None) -> str:
     tail_run = re.search(r"((?:\s*\[\d+\])+)\s*$", sentence)
     if tail_run:
         sentence, moved = sentence[: tail_run.start()], tail_run.group() + moved
-    markers = "".join((moved + trailing).split())
-    if not marker_numbers(sentence + markers) and fallback is not None:
-        markers = f"[{fallback}]"
+    markers = "".join(f"[{n}]" for n in dict.fromkeys(marker_numbers(moved + trailing)))
     sentence = re.sub(r"\s*((?:\[\d+\])+)", r" \1", sentence)
     sentence = " ".join(sentence.split()).rstrip(" ,;:")
     result = f"{sentence} {markers}".strip() if markers else sentence
@@ -141,17 +146,74 @@ def _place_markers(text: str, fallback: int | None) -> str:
 
 
 def cite(raw: str, sources: Sequence[SourceLike]) -> CitedText:
-    """The model's raw output as one cited sentence over `sources` (numbered from 1).
+    """The model's raw output as one sentence over `sources` (numbered from 1), keeping the
+    citations the model wrote whose numbers name a given source.
 
-    Invalid or invented numbers are dropped; with no valid citation left the top source is
-    cited, since the sources reached the writer because they were judged the most relevant.
+    Invalid or invented numbers are dropped. Nothing is cited on the model's behalf here:
+    whether a source supports the sentence is for `generation.attribution` to decide.
     """
     sentence = _canonical_markers(first_sentence(raw), len(sources))
     if not strip_markers(sentence).strip(".!?"):  # nothing but markers or punctuation
         return CitedText(text="", text_without_markers="", citations=[])
-    text = _place_markers(sentence, fallback=1 if sources else None)
+    text = _place_markers(sentence)
     citations = [
         Citation(marker=n, source_id=sources[n - 1].id, modality=sources[n - 1].modality)
         for n in dict.fromkeys(marker_numbers(text))
     ]
     return CitedText(text=text, text_without_markers=strip_markers(text), citations=citations)
+
+
+def cite_sentence(sentence: str, markers: Sequence[int]) -> str:
+    """A marker-free sentence with these markers placed before its final punctuation."""
+    return _place_markers(strip_markers(sentence) + "".join(f"[{n}]" for n in markers))
+
+
+MAX_CONSTRAINED_SOURCES = 9  # markers are one digit in the grammar
+
+
+# Words whose period ends no sentence ("St. Brigid", "J. K. Rowling"): the grammar lets a period
+# follow them, with a space, inside the sentence.
+_GRAMMAR_ABBREVIATIONS = ("St", "Mt", "Dr", "Mr", "Mrs", "Ms", "Jr", "Sr", "Ft", "Prof", "Rev")
+
+
+@dataclass(frozen=True)
+class CitationFormat:
+    """The answer's shape, for engines that can constrain decoding to it: one sentence, then
+    one or two markers naming given sources, then a full stop. The model then writes its own
+    citations instead of leaving them to be guessed.
+
+    Inside the sentence a period must be part of a number or an abbreviation ("3.5", "U.S",
+    "St. Brigid"); at its end it may come before the markers, and then the model, unable to
+    stop, goes on with " [n]." (the markers are moved before the full stop afterwards). A
+    grammar without that final period let SmolLM2 wander into ".1.1.1..." instead of citing.
+    """
+
+    sources: int
+
+    def _digits(self) -> str:
+        return f"1-{self.sources}" if self.sources > 1 else "1"
+
+    def gbnf(self) -> str:
+        """For llama.cpp (in process, and its server's `grammar` field)."""
+        abbreviations = " | ".join(f'"{word}"' for word in _GRAMMAR_ABBREVIATIONS)
+        return "\n".join(
+            [
+                'root ::= first rest "."? " " cite cite? "."',
+                "first ::= [A-Za-z0-9\"'(]",
+                r"rest ::= ([^\[\]\n.!?] | [.] [0-9A-Za-z] | abbreviation)*",
+                f'abbreviation ::= ({abbreviations} | [A-Z]) ". " [A-Z]',
+                rf'cite ::= "[" [{self._digits()}] "]"',
+            ]
+        )
+
+    def regex(self) -> str:
+        """For vLLM's guided decoding (`structured_outputs.regex`, formerly `guided_regex`)."""
+        cite = rf"\[[{self._digits()}]\]"
+        abbreviation = rf"(?:{'|'.join(_GRAMMAR_ABBREVIATIONS)}|[A-Z])\. [A-Z]"
+        inner = rf"(?:[^\[\]\n.!?]|\.[0-9A-Za-z]|{abbreviation})*"
+        return rf"[A-Za-z0-9\"'(]{inner}\.? (?:{cite}){{1,2}}\."
+
+
+def citation_format(sources: int) -> CitationFormat | None:
+    """The constraint for this many sources, or None where the grammar cannot say them."""
+    return CitationFormat(sources) if 1 <= sources <= MAX_CONSTRAINED_SOURCES else None

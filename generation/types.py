@@ -58,3 +58,8 @@ class Answer:
     sources: list[SourceLike]  # the numbered sources, [1]..[n] in order
     timings: dict[str, float] = field(default_factory=dict)
     generation_error: str | None = None  # set when the engine failed; text is then empty
+    # True when no given source answers the question and the answer says so, citing nothing.
+    abstained: bool = False
+    # Where the citations come from once checked (see generation.attribution): model,
+    # verified, extractive, declined or unsupported; "" before checking or without an answer.
+    attribution: str = ""

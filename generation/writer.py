@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
 
-from mmrag.generation.citations import cite, sentence_end
+from mmrag.generation.citations import citation_format, cite, sentence_end
 from mmrag.generation.engines.base import Engine
 from mmrag.generation.errors import GenerationError
 from mmrag.generation.prompts import answer_messages
@@ -26,9 +26,11 @@ class AnswerWriter:
         *,
         max_tokens: int = 96,
         images: Callable[[SourceLike], bytes | None] | None = None,
+        guided: bool = True,
     ) -> None:
         self.engine = engine
         self.max_tokens = max_tokens
+        self.guided = guided  # constrain decoding to a cited sentence where the engine can
         self.images = images if engine.info.accepts_images else None
 
     def write(
@@ -54,7 +56,10 @@ class AnswerWriter:
         messages = answer_messages(question, sources, images=self.images)
         raw, first_token, error = "", None, None
         try:
-            deltas = self.engine.stream(messages, max_tokens=self.max_tokens, temperature=0.0)
+            constraint = citation_format(len(sources)) if self.guided else None
+            deltas = self.engine.stream(
+                messages, max_tokens=self.max_tokens, temperature=0.0, constraint=constraint
+            )
             with closing(deltas):
                 for delta in deltas:
                     if interrupt is not None and (error := interrupt()) is not None:

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
-STAGES = ("retrieve", "rerank", "generate")
+STAGES = ("retrieve", "rerank", "generate", "verify")
 
 
 class Metrics:
@@ -33,6 +33,13 @@ class Metrics:
             "pipeline stage latency",
             ["stage"],
             buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.answers = Counter(
+            "mmrag_answers",
+            "answers by where their citations come from (model, verified, extractive, declined, "
+            "unsupported)",
+            ["attribution"],
             registry=self.registry,
         )
         self.generation_errors = Counter(

@@ -171,6 +171,18 @@ class AnswerResponse(BaseModel):
     generation_error: str | None = Field(
         None, description="why no answer was written; the sources are still the retrieved ones"
     )
+    abstained: bool = Field(
+        False,
+        description="true when no source supports an answer: the answer says the indexed "
+        "sources do not answer the question, cites nothing, and `sources` are the nearest ones",
+    )
+    attribution: str = Field(
+        "",
+        description="where the citations come from once each was checked against its source: "
+        "model (its own, verified), verified (a source the verifier found), extractive (a "
+        "source sentence replaced an unsupported answer), declined, unsupported (kept uncited "
+        "with abstain=never); empty without an answer",
+    )
 
     @classmethod
     def from_result(cls, result: QAResult) -> AnswerResponse:
@@ -190,6 +202,8 @@ class AnswerResponse(BaseModel):
             sources=[SourceOut.from_source(s, relevance.get(s.id)) for s in answer.sources],
             timings=result.timings.as_dict(),
             generation_error=answer.generation_error,
+            abstained=answer.abstained,
+            attribution=answer.attribution,
         )
 
 

@@ -22,9 +22,10 @@ Reply = Callable[[dict[str, Any]], str]
 
 
 class Recorder:
-    def __init__(self, reply: Reply, model: str) -> None:
+    def __init__(self, reply: Reply, model: str, refuse: frozenset[str] = frozenset()) -> None:
         self.reply = reply
         self.model = model
+        self.refuse = refuse  # request fields answered with HTTP 400, as a strict server does
         self.requests: list[tuple[str, dict[str, Any]]] = []  # (path, JSON body)
         self.lock = threading.Lock()
         self.url = ""
@@ -67,6 +68,14 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with recorder.lock:
                 recorder.requests.append((self.path, body))
+            if refused := sorted(recorder.refuse & set(body)):
+                data = json.dumps({"error": {"message": f"unknown fields: {refused}"}}).encode()
+                self.send_response(400)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             text = recorder.reply(body)
             if body.get("stream"):
                 self.send_response(200)
@@ -90,9 +99,11 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
 def recording_server(
     reply: Reply = lambda _body: "The door is red [1].",
     model: str = "Qwen/Qwen2.5-VL-7B-Instruct",
+    refuse: set[str] | frozenset[str] = frozenset(),
 ) -> Iterator[Recorder]:
-    """Serves on a free loopback port until the block ends; `Recorder.url` is its /v1 root."""
-    recorder = Recorder(reply, model)
+    """Serves on a free loopback port until the block ends; `Recorder.url` is its /v1 root.
+    Requests carrying any field in `refuse` get HTTP 400."""
+    recorder = Recorder(reply, model, frozenset(refuse))
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(recorder))
     recorder.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, daemon=True)

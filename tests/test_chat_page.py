@@ -164,6 +164,18 @@ def test_answer_streams_then_shows_citations_and_sources(open_page, tmp_path: Pa
         shutil.copyfile(shot, REPO / "docs" / "chat-page.png")
 
 
+def test_a_declined_answer_looks_unlike_an_answer_and_cites_nothing(open_page):
+    bubble = ask(open_page(), "Who won the 1998 football world cup?")
+    assert bubble.get_attribute("data-state") == "declined"
+    text = bubble.locator(".answer-text")
+    assert "do not answer this question" in text.text_content()
+    assert "declined" in text.get_attribute("class")
+    assert bubble.locator(".chip").count() == 0  # no citation chips
+    assert bubble.locator(".sources-heading").text_content() == "Related sources"
+    cards = bubble.locator(".card")
+    assert cards.count() == cards.and_(bubble.locator(".uncited")).count() >= 1
+
+
 def test_too_long_question_shows_the_service_error(open_page):
     page = open_page()
     question = "Why " * 375  # 1,500 characters; the service takes at most 1,000

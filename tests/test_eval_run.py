@@ -112,6 +112,15 @@ def test_full_setting_over_every_val_question_is_scored_as_eval_score_does(
         assert row[3] == f"{100 * entry['acc']:.2f}", qcate
     assert f"retrieval F1 {100 * metrics['retrieval_f1']:.2f}" in summary[0]
 
+    # Attribution: where each answer's citations came from, and ALCE's recall and precision.
+    origins = table_rows(report, "Attribution")
+    assert sum(int(row[0]) for row in origins.values()) == len(val)
+    assert not any(label.startswith("declined") for label in origins)  # --abstain never
+    assert overall[7] == "0.00"  # the decline rate column
+    for name in ("citation_recall", "citation_precision", "invented_rate"):
+        assert 0.0 <= metrics[name] <= 1.0, name
+    assert metrics["decline_rate"] == 0.0
+
 
 @pytest.fixture(scope="module")
 def tiny_bart(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -213,3 +214,34 @@ def test_served_errors_are_one_line(served: OpenAIEngine, llama_server: str) -> 
     with pytest.raises(GenerationError) as error:
         broken.chat(too_long, max_tokens=4)
     assert "answered HTTP" in one_line(error)
+
+
+def test_a_llama_cpp_server_decodes_within_the_citation_grammar(served: OpenAIEngine) -> None:
+    """The grammar travels in the request's `grammar` field, which llama.cpp's server obeys:
+    asked for a story, the model still writes one sentence ending in a marker."""
+    from mmrag.generation.citations import CitationFormat
+
+    story = [{"role": "user", "content": "Tell me a long story about the sea, in three parts."}]
+    form = CitationFormat(2)
+    text = "".join(served.stream(story, max_tokens=64, constraint=form))
+    assert re.fullmatch(form.regex(), text), text
+    assert served.guided  # the server took it
+
+
+def test_a_server_that_refuses_guided_decoding_is_asked_again_without() -> None:
+    """vLLM cannot run here, and llama.cpp's server ignores the fields it does not know; a
+    loopback server that answers 400 to any request carrying them stands for a server that
+    refuses them (an older vLLM, a hosted API). The answer still comes, once asked plainly,
+    and later requests go plain from the start."""
+    from mmrag.generation.citations import CitationFormat
+    from tests.openai_recorder import recording_server
+
+    guided_fields = {"grammar", "structured_outputs", "guided_regex"}
+    with recording_server(lambda _body: "The door is red [1].", refuse=guided_fields) as server:
+        engine = OpenAIEngine("m", base_url=server.url)
+        first = "".join(engine.stream(QUESTION, constraint=CitationFormat(1)))
+        second = "".join(engine.stream(QUESTION, constraint=CitationFormat(1)))
+        sent = server.chat_requests()
+    assert first.strip() == second.strip() == "The door is red [1]."
+    assert engine.guided is False
+    assert [bool(guided_fields & set(body)) for body in sent] == [True, False, False]

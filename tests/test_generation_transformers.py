@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 
 from mmrag.generation import AnswerWriter, GenerationError, LMJudge, load_engine
+from mmrag.generation.attribution import Attributor, LexicalVerifier
 from mmrag.generation.prompts import image_part
 
 CHATML = (
@@ -161,10 +162,14 @@ def test_causal_lm_behind_the_writer_and_judge(tiny_llama: Path) -> None:
     source = Src("s-light", "text", "Dunmore lighthouse", "The lighthouse was built in 1887.")
     engine = load_engine("transformers", str(tiny_llama), device="cpu")
     answer = AnswerWriter(engine, max_tokens=12).write("When was it built?", [source])
-    # Random weights write noise; the writer still returns a sentence citing the given source,
-    # or says plainly that there was no answer.
+    # Random weights write noise: the writer returns one sentence whose markers name given
+    # sources only, or says plainly that there was no answer; and the noise is never left
+    # cited: checked against the source, it gives way to the source's own sentence.
     if answer.generation_error is None:
-        assert [c.source_id for c in answer.citations] == ["s-light"]
+        assert {c.source_id for c in answer.citations} <= {"s-light"}
+        checked = Attributor(LexicalVerifier()).attribute("When was it built?", answer)
+        assert checked.attribution == "extractive", checked.text
+        assert checked.text == "The lighthouse was built in 1887 [1]."
     else:
         assert "returned no answer" in answer.generation_error
     assert 0.0 <= LMJudge(engine).relevance("When was it built?", source) <= 1.0

@@ -61,7 +61,9 @@ class PausingEngine:
 
 def test_closing_a_run_mid_answer_frees_the_engine_for_the_next(pipeline):
     pausing = PausingEngine(pipeline.writer.engine)
-    paused = QAPipeline(pipeline.retriever, pipeline.selector, AnswerWriter(pausing))
+    paused = QAPipeline(
+        pipeline.retriever, pipeline.selector, AnswerWriter(pausing), pipeline.attributor
+    )
     run = paused.run(QUESTION)
     assert next(iter(run))
     run.close()  # as the service does when a client goes away

@@ -372,3 +372,19 @@ def test_uploads_wait_for_admission_before_they_are_read(pipeline):
 
     response = asyncio.run(while_full())
     assert response.status_code == 429 and response.headers["retry-after"] == "1"
+
+
+def test_a_decline_is_marked_in_json_in_the_last_event_and_in_metrics(pipeline):
+    question = {"question": "Who won the 1998 football world cup?"}
+    with client_for(pipeline) as client:
+        body = client.post("/v1/answer", json=question).json()
+        assert body["abstained"] is True and body["attribution"] == "declined"
+        assert body["citations"] == [] and body["sources"]
+        streamed = client.post("/v1/answer", json={**question, "stream": True})
+        final = parse_events(streamed.text)[-1]
+        assert final[0] == "answer" and final[1]["abstained"] is True
+        answered = client.post("/v1/answer", json={"question": QUESTION}).json()
+        assert answered["abstained"] is False and answered["citations"]
+        text = client.get("/metrics").text
+    assert 'mmrag_answers_total{attribution="declined"} 2.0' in text
+    assert f'mmrag_answers_total{{attribution="{answered["attribution"]}"}}' in text

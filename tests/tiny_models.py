@@ -48,8 +48,9 @@ def tiny_clip(
     return folder
 
 
-def tiny_cross_encoder(folder: Path, seed: int = 0) -> Path:
-    """A 2-layer BERT relevance head (num_labels=1) with a character WordPiece vocabulary."""
+def tiny_cross_encoder(folder: Path, seed: int = 0, labels: tuple[str, ...] | None = None) -> Path:
+    """A 2-layer BERT with a character WordPiece vocabulary: a relevance head (one logit), or
+    a classifier over `labels` (an NLI model: e.g. contradiction, neutral, entailment)."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
@@ -73,7 +74,8 @@ def tiny_cross_encoder(folder: Path, seed: int = 0) -> Path:
         num_hidden_layers=2,
         num_attention_heads=4,
         intermediate_size=37,
-        num_labels=1,
+        num_labels=len(labels) if labels else 1,
+        **({"id2label": dict(enumerate(labels))} if labels else {}),
     )
     torch.manual_seed(seed)
     BertForSequenceClassification(config).save_pretrained(folder)

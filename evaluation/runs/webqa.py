@@ -54,6 +54,8 @@ from mmrag.evaluation.runs.report import (
 )
 from mmrag.evaluation.scoring import ScoreReport
 from mmrag.evaluation.scoring import webqa as scoring
+from mmrag.evaluation.scoring.webqa import AttributionCheck
+from mmrag.generation.attribution import AbstainPolicy
 from mmrag.indexes.atomic import atomic_write_text
 from mmrag.indexes.corpus.webqa import WebQAQuestion
 from mmrag.indexes.sources import Source
@@ -78,6 +80,8 @@ PIPELINE_FIELDS = (
     "max_sources",
     "rerank_k",
     "max_tokens",
+    "verifier",
+    "guided_citations",
 )
 
 
@@ -116,23 +120,35 @@ def check_facts_indexed(questions: Sequence[WebQAQuestion], pipeline: QAPipeline
 class WebQARunner:
     """Answers one question in the chosen setting; returns what the checkpoint stores."""
 
-    def __init__(self, pipeline: QAPipeline, setting: str, *, k: int | None = None) -> None:
+    def __init__(
+        self,
+        pipeline: QAPipeline,
+        setting: str,
+        *,
+        k: int | None = None,
+        abstain: AbstainPolicy = "never",
+    ) -> None:
         if setting not in SETTINGS:
             raise EvaluationError(f"unknown setting {setting!r}; use {' or '.join(SETTINGS)}")
         self.pipeline = pipeline
         self.setting = setting
         self.k = k
+        self.abstain = abstain
 
     def __call__(self, question: WebQAQuestion) -> dict[str, Any]:
         started = time.perf_counter()
         candidates = own_facts(question) if self.setting == "restricted" else None
-        result = self.pipeline.answer(question.question, k=self.k, candidates=candidates)
+        result = self.pipeline.answer(
+            question.question, k=self.k, candidates=candidates, abstain=self.abstain
+        )
         answer = result.answer
         return {
             "prediction": {
                 "sources": [submission_id(scored.source) for scored in result.selection.selected],
                 "answer": answer.text_without_markers,
             },
+            "citations": [citation.source_id for citation in answer.citations],
+            "attribution": answer.attribution,
             "timings": {**result.timings.as_dict(), "total_s": time.perf_counter() - started},
             "generation_error": answer.generation_error,
         }
@@ -177,21 +193,37 @@ def score_run(
     predictions: Mapping[str, WebQAPrediction],
     *,
     fl: LogLikelihood | None,
+    attribution: scoring.AttributionCheck | None = None,
     pred_label: str,
 ) -> WebQAScores:
     memo = MemoLogLikelihood(fl) if fl is not None else None
-    overall = scoring.score(questions, predictions, fl=memo, pred_label=pred_label)
+    options = {"fl": memo, "attribution": attribution, "pred_label": pred_label}
+    overall = scoring.score(questions, predictions, **options)
     by_type: dict[str, dict[str, Any]] = {}
     for name in ("image queries", "text queries"):
         subset = [q for q in questions if query_type(q) == name]
         if subset:
-            metrics = scoring.score(subset, predictions, fl=memo, pred_label=pred_label).metrics
+            metrics = scoring.score(subset, predictions, **options).metrics
             metrics.pop("by_qcate")
             by_type[name] = {"n": len(subset), **metrics}
     return WebQAScores(overall, by_type)
 
 
 METRICS = (("retrieval_f1", "retrieval F1"), ("fl", "FL"), ("acc", "Acc"), ("fl_x_acc", "FL×Acc"))
+ATTRIBUTION = (
+    ("citation_recall", "citation recall"),
+    ("citation_precision", "citation precision"),
+    ("decline_rate", "declined"),
+    ("invented_rate", "invented facts"),
+)
+COLUMNS = METRICS + ATTRIBUTION
+ORIGINS = {
+    "model": "cited by the model, each citation verified",
+    "verified": "cited by the verifier (the model's citations did not hold)",
+    "extractive": "replaced by a source sentence (no source supported the answer)",
+    "declined": "declined: no source answers the question",
+    "unsupported": "kept uncited: no source supports it (--abstain never)",
+}
 STAGES = ("retrieve_s", "rerank_s", "first_token_s", "generate_s", "total_s")
 FL_MISSING = (
     "not computed: FL needs BART; pass --fl-model facebook/bart-large-cnn (or a local copy of it)"
@@ -279,10 +311,10 @@ def _run_table(info: WebQARunInfo) -> str:
 
 def _overall(info: WebQARunInfo, scores: WebQAScores) -> str:
     metrics = scores.overall.metrics
-    rows = [["all", len(info.questions), *(percent(metrics[k]) for k, _ in METRICS)]]
+    rows = [["all", len(info.questions), *(percent(metrics.get(k)) for k, _ in COLUMNS)]]
     for name, subset in scores.by_query_type.items():
-        rows.append([name, subset["n"], *(percent(subset[k]) for k, _ in METRICS)])
-    return table(["questions", "n", *(label for _, label in METRICS)], rows)
+        rows.append([name, subset["n"], *(percent(subset.get(k)) for k, _ in COLUMNS)])
+    return table(["questions", "n", *(label for _, label in COLUMNS)], rows)
 
 
 def _ours(scores: WebQAScores, baseline: Published) -> float | None:
@@ -322,12 +354,12 @@ def _per_qcate(info: WebQARunInfo, scores: WebQAScores) -> str:
             [
                 qcate,
                 entry["n"],
-                *(percent(entry[k]) for k, _ in METRICS),
+                *(percent(entry.get(k)) for k, _ in COLUMNS),
                 errors[qcate],
                 number(sum(counts) / len(counts), 2),
             ]
         )
-    headers = ["Qcate", "n", *(label for _, label in METRICS), "generation errors", "sources"]
+    headers = ["Qcate", "n", *(label for _, label in COLUMNS), "generation errors", "sources"]
     return table(headers, rows)
 
 
@@ -343,6 +375,31 @@ def _sources(info: WebQARunInfo) -> str:
         ("questions without a source", empty),
     ]
     return table(["", "count"], rows)
+
+
+def _attribution(info: WebQARunInfo) -> str:
+    """Where each answer's citations came from once checked, and what the ALCE columns mean."""
+    origins = Counter(info.record(q).get("attribution") or "" for q in info.questions)
+    rows = [
+        (
+            ORIGINS.get(origin, "no answer (generation error)"),
+            count,
+            percent(count / len(info.questions)),
+        )
+        for origin, count in sorted(origins.items(), key=lambda item: -item[1])
+    ]
+    return "\n".join(
+        [
+            f"Declining: `--abstain {info.run['abstain']}`; verifier `{info.run['verifier']}`. "
+            "Citation recall: the cited sources together support the answer (ALCE); citation "
+            "precision: the share of citations needed; both from the answers' own citations "
+            "(`eval score` reads the submission's `sources` as the citations). Invented facts: "
+            "answers stating a number or name found in neither the question nor the sources "
+            "they cite.",
+            "",
+            table(["answers", "count", "share (%)"], rows),
+        ]
+    )
 
 
 def _errors(info: WebQARunInfo) -> str:
@@ -422,6 +479,8 @@ def write_webqa_report(info: WebQARunInfo, scores: WebQAScores) -> Path:
         _per_qcate(info, scores),
         "## Sources",
         _sources(info),
+        "## Attribution",
+        _attribution(info),
         "## Generation",
         _errors(info),
         "## Mean time per question",
@@ -487,6 +546,9 @@ def run(args: argparse.Namespace) -> int:
     questions = loader.load_gold_files(args.data, args.split, with_negatives=restricted)
     questions = questions[: args.limit]
     settings = settings_from(args).model_copy(update={"index": args.index})
+    # Every WebQA question is answerable: unless --abstain says otherwise, an answer no source
+    # supports is kept, uncited, rather than declined (the service's default is to decline).
+    abstain: AbstainPolicy = args.abstain or "never"
     description = {
         "bench": "webqa",
         "setting": args.setting,
@@ -494,6 +556,7 @@ def run(args: argparse.Namespace) -> int:
         "data": [str(path.resolve()) for path in args.data],
         "index": str(args.index.resolve()),
         "k": args.k,
+        "abstain": abstain,
         **pipeline_description(settings),
     }
     checkpoint = Checkpoint.open(args.out, description, resume=args.resume)
@@ -505,14 +568,21 @@ def run(args: argparse.Namespace) -> int:
     pipeline = build_pipeline(settings)
     if restricted:
         check_facts_indexed(questions, pipeline)
-    runner = WebQARunner(pipeline, args.setting, k=args.k)
+    runner = WebQARunner(pipeline, args.setting, k=args.k, abstain=abstain)
     desc = f"webqa {args.setting} {args.split}"
     ran = run_items(questions, lambda q: q.guid, runner, checkpoint, desc=desc)
     text = json.dumps(submission(questions, checkpoint.records), indent=2) + "\n"
     checkpoint.finish(args.out, text)
 
     predictions = loader.load_predictions(args.out)
-    scores = score_run(questions, predictions, fl=fl, pred_label=str(args.out))
+    attribution = AttributionCheck(
+        pipeline.attributor,
+        pipeline.retriever.collection.store.find,
+        cited={q.guid: checkpoint.records[q.guid].get("citations", []) for q in questions},
+    )
+    scores = score_run(
+        questions, predictions, fl=fl, attribution=attribution, pred_label=str(args.out)
+    )
     print_warnings(scores.overall.warnings)
     collection = pipeline.retriever.collection
     info = WebQARunInfo(
@@ -537,7 +607,10 @@ def run(args: argparse.Namespace) -> int:
         f"webqa {args.setting} {args.split}: {len(questions)} questions ({ran} answered, "
         f"{info.resumed} resumed, {errors} generation errors) in {info.seconds:.1f} s; "
         f"retrieval F1 {percent(metrics['retrieval_f1'])}, Acc {percent(metrics['acc'])}, "
-        f"FL {percent(metrics['fl'])}, FL×Acc {percent(metrics['fl_x_acc'])}; "
+        f"FL {percent(metrics['fl'])}, FL×Acc {percent(metrics['fl_x_acc'])}, "
+        f"citation recall {percent(metrics['citation_recall'])}, "
+        f"precision {percent(metrics['citation_precision'])}, "
+        f"declined {percent(metrics['decline_rate'])}; "
         f"wrote {args.out}, {report}, {sibling(args.out, '.*.png')}"
     )
     return 0

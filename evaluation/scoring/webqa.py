@@ -1,4 +1,5 @@
-"""WebQA: retrieval F1, fluency (FL), keyword accuracy (Acc) and FL x Acc, overall and per Qcate.
+"""WebQA: retrieval F1, fluency (FL), keyword accuracy (Acc) and FL x Acc, overall and per Qcate,
+and, with a verifier, the attribution of the answers (citation recall and precision, declines).
 
 As on the leaderboard, each figure is a mean over questions (FL x Acc the mean of per-question
 products). Questions without gold sources (test release) have no retrieval F1, questions without
@@ -7,21 +8,61 @@ products). Questions without gold sources (test release) have no retrieval F1, q
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mmrag.evaluation.loaders.webqa import WebQAPrediction
+from mmrag.evaluation.metrics.attribution import METRICS as ATTRIBUTION_METRICS
+from mmrag.evaluation.metrics.attribution import Attributed, attribution_row
 from mmrag.evaluation.metrics.fluency import LogLikelihood, fluency_scores
 from mmrag.evaluation.metrics.retrieval import source_f1
 from mmrag.evaluation.metrics.webqa_acc import keyword_accuracies
 from mmrag.evaluation.scoring import ScoreReport, join, mean
+from mmrag.generation.attribution import Attributor
+from mmrag.generation.types import SourceLike
 from mmrag.indexes.corpus.webqa import QCATES, WebQAQuestion
 
 
+@dataclass(frozen=True)
+class AttributionCheck:
+    """What scoring attribution needs: the verifier, a way to read a cited source's text, and
+    optionally the citations themselves (`eval run` knows them; a submission lists only
+    `sources`, which then stand for the citations)."""
+
+    attributor: Attributor
+    lookup: Callable[[str], SourceLike | None]
+    cited: Mapping[str, Sequence[str]] | None = None
+
+
 def _summary(rows: Sequence[dict[str, float | None]]) -> dict[str, float | None]:
-    return {
-        name: mean(row[name] for row in rows) for name in ("retrieval_f1", "fl", "acc", "fl_x_acc")
-    }
+    names = dict.fromkeys(name for row in rows for name in row)
+    return {name: mean(row[name] for row in rows) for name in names}
+
+
+def _attribution(
+    questions: Sequence[WebQAQuestion],
+    matched: Sequence[WebQAPrediction | None],
+    check: AttributionCheck,
+    warnings: list[str],
+) -> list[dict[str, float | None]]:
+    rows, unknown = [], set()
+    for question, prediction in zip(questions, matched, strict=True):
+        if prediction is None:
+            rows.append(dict.fromkeys(ATTRIBUTION_METRICS))
+            continue
+        ids = (check.cited or {}).get(question.guid, prediction.sources or ())
+        found = [(source_id, check.lookup(source_id)) for source_id in ids]
+        unknown.update(source_id for source_id, source in found if source is None)
+        cited = [source for _, source in found if source is not None]
+        item = Attributed(question.question, prediction.answer, cited)
+        rows.append(attribution_row(item, check.attributor))
+    if unknown:
+        warnings.append(
+            f"{len(unknown)} cited sources are not in the gold file (e.g. {sorted(unknown)[0]}), "
+            "so nothing of theirs can support an answer; pass --index to read them from the index"
+        )
+    return rows
 
 
 def score(
@@ -29,9 +70,11 @@ def score(
     predictions: Mapping[str, WebQAPrediction],
     *,
     fl: LogLikelihood | None = None,
+    attribution: AttributionCheck | None = None,
     pred_label: str = "predictions",
 ) -> ScoreReport:
-    """Score predictions against gold questions; `fl=None` skips fluency (fl, fl_x_acc null)."""
+    """Score predictions against gold questions; `fl=None` skips fluency (fl, fl_x_acc null),
+    `attribution=None` citation recall and precision, decline and invented rates."""
     warnings: list[str] = []
     matched = join(
         [q.guid for q in questions], predictions, pred_label=pred_label, warnings=warnings
@@ -88,6 +131,11 @@ def score(
         }
         for i in range(len(questions))
     ]
+    if attribution is not None:
+        for row, attributed in zip(
+            rows, _attribution(questions, matched, attribution, warnings), strict=True
+        ):
+            row.update(attributed)
     metrics: dict[str, Any] = _summary(rows)
     present = {q.qcate for q in questions}
     order = [c for c in QCATES if c in present] + sorted(present - set(QCATES))

@@ -14,9 +14,12 @@ import binascii
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from mmrag.generation.errors import GenerationError
+
+if TYPE_CHECKING:
+    from mmrag.generation.citations import CitationFormat
 
 Message = dict[str, Any]
 
@@ -50,7 +53,11 @@ class Engine(Protocol):
         max_tokens: int = 96,
         temperature: float = 0.0,
         stop: list[str] | None = None,
-    ) -> Iterator[str]: ...
+        constraint: CitationFormat | None = None,
+    ) -> Iterator[str]:
+        """Text deltas. `constraint` asks for decoding constrained to a cited sentence; engines
+        that cannot constrain (or a server that refuses it) write from the prompt alone."""
+        ...
 
     def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
         """The first generated token's top-k alternatives as {token text: log-probability}."""

@@ -10,11 +10,15 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mmrag.generation.engines.base import EngineInfo, InProcess, Message, merge_logprob, text_only
 from mmrag.generation.errors import GenerationError
+
+if TYPE_CHECKING:
+    from mmrag.generation.citations import CitationFormat
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _DEFAULT_NAMES = {None, "smollm2", "SmolLM2-135M-Instruct", DEFAULT_GGUF}
@@ -91,7 +95,13 @@ class LlamaCppEngine(InProcess):
         max_tokens: int = 96,
         temperature: float = 0.0,
         stop: list[str] | None = None,
+        constraint: CitationFormat | None = None,
     ) -> Iterator[str]:
+        grammar = None
+        if constraint is not None:
+            from llama_cpp import LlamaGrammar
+
+            grammar = LlamaGrammar.from_string(constraint.gbnf(), verbose=False)
         with self.lock:
             try:
                 chunks = self.llm.create_chat_completion(
@@ -100,6 +110,7 @@ class LlamaCppEngine(InProcess):
                     temperature=temperature,
                     stop=stop or [],
                     stream=True,
+                    grammar=grammar,
                 )
                 for chunk in chunks:
                     delta = chunk["choices"][0]["delta"].get("content")

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from mmrag.generation.engines.base import EngineInfo, Message, merge_logprob, text_only
 from mmrag.generation.errors import GenerationError
+
+if TYPE_CHECKING:
+    from mmrag.generation.citations import CitationFormat
 
 MAX_TOP_LOGPROBS = 20  # the OpenAI API's limit, and vLLM's default max_logprobs
 
@@ -46,6 +49,7 @@ class OpenAIEngine:
         self.client = httpx.Client(base_url=self.root, headers=headers, timeout=timeout)
         self.accepts_images = accepts_images
         self.model = model
+        self.guided = True  # until the server refuses constrained decoding once
         if model is None:  # ask the server, which also proves it answers
             served = self._served_models()
             if not served:
@@ -123,31 +127,57 @@ class OpenAIEngine:
         max_tokens: int = 96,
         temperature: float = 0.0,
         stop: list[str] | None = None,
+        constraint: CitationFormat | None = None,
     ) -> Iterator[str]:
-        body = self._body(
-            messages, max_tokens=max_tokens, temperature=temperature, stop=stop, stream=True
-        )
+        """With a `constraint`, the request also carries it the ways servers take it: a GBNF
+        `grammar` (llama.cpp's server) and a `structured_outputs` regex with its older
+        `guided_regex` spelling (vLLM); each ignores the others. A server that refuses them
+        (HTTP 400/422) is asked again without, and not asked with them again."""
+        options = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop}
+        guided = {}
+        if constraint is not None and self.guided:
+            regex = constraint.regex()
+            guided = {
+                "grammar": constraint.gbnf(),
+                "structured_outputs": {"regex": regex},
+                "guided_regex": regex,
+            }
         try:
-            with self.client.stream("POST", "/chat/completions", json=body) as response:
+            with self.client.stream(
+                "POST",
+                "/chat/completions",
+                json=self._body(messages, stream=True, **options, **guided),
+            ) as response:
+                if guided and response.status_code in (400, 422):
+                    self.guided = False
+                else:
+                    self._check(response)
+                    yield from self._deltas(response)
+                    return
+            with self.client.stream(
+                "POST", "/chat/completions", json=self._body(messages, stream=True, **options)
+            ) as response:
                 self._check(response)
-                for line in response.iter_lines():
-                    if not line.startswith("data:"):
-                        continue  # blank separators, ": keep-alive" comments, event names
-                    payload = line[len("data:") :].strip()
-                    if payload == "[DONE]":
-                        return
-                    try:
-                        choices = json.loads(payload).get("choices") or [{}]
-                    except ValueError:
-                        raise GenerationError(
-                            f"the openai engine at {self.root} sent a malformed event: "
-                            f"{payload[:80]!r}"
-                        ) from None
-                    delta = (choices[0].get("delta") or {}).get("content")
-                    if delta:
-                        yield delta
+                yield from self._deltas(response)
         except httpx.HTTPError as exc:
             raise self._fail(exc) from None
+
+    def _deltas(self, response: httpx.Response) -> Iterator[str]:
+        for line in response.iter_lines():
+            if not line.startswith("data:"):
+                continue  # blank separators, ": keep-alive" comments, event names
+            payload = line[len("data:") :].strip()
+            if payload == "[DONE]":
+                return
+            try:
+                choices = json.loads(payload).get("choices") or [{}]
+            except ValueError:
+                raise GenerationError(
+                    f"the openai engine at {self.root} sent a malformed event: {payload[:80]!r}"
+                ) from None
+            delta = (choices[0].get("delta") or {}).get("content")
+            if delta:
+                yield delta
 
     def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
         """Asks for one token with `top_logprobs` (capped at 20, as the OpenAI API caps it)."""

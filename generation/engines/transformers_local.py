@@ -12,7 +12,7 @@ import io
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmrag.generation.engines.base import (
     EngineInfo,
@@ -24,6 +24,9 @@ from mmrag.generation.engines.base import (
     text_only,
 )
 from mmrag.generation.errors import GenerationError
+
+if TYPE_CHECKING:
+    from mmrag.generation.citations import CitationFormat
 
 
 def _is_vision_language(config: Any) -> bool:
@@ -126,6 +129,7 @@ class TransformersEngine(InProcess):
         max_tokens: int = 96,
         temperature: float = 0.0,
         stop: list[str] | None = None,
+        constraint: CitationFormat | None = None,  # not enforced here: the prompt alone guides
     ) -> Iterator[str]:
         """Generation runs in a thread feeding a TextIteratorStreamer; closing the iterator early
         (a stop string, or a caller that has its sentence) stops generation at the next token."""

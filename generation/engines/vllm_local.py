@@ -8,10 +8,13 @@ use vLLM anyway.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmrag.generation.engines.base import EngineInfo, InProcess, Message, merge_logprob
 from mmrag.generation.errors import GenerationError
+
+if TYPE_CHECKING:
+    from mmrag.generation.citations import CitationFormat
 
 
 class VllmEngine(InProcess):
@@ -60,6 +63,7 @@ class VllmEngine(InProcess):
         max_tokens: int = 96,
         temperature: float = 0.0,
         stop: list[str] | None = None,
+        constraint: CitationFormat | None = None,  # not enforced here: the prompt alone guides
     ) -> Iterator[str]:
         text = self.chat(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
         if text:

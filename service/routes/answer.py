@@ -152,6 +152,8 @@ def respond(result: QAResult, request: Request) -> AnswerResponse:
     metrics.observe_stages(result.timings.as_dict())
     if result.answer.generation_error:
         metrics.generation_errors.inc()
+    else:
+        metrics.answers.labels(result.answer.attribution).inc()
     return AnswerResponse.from_result(result)
 
 

@@ -268,8 +268,10 @@ function renderAnswer(bubble, result, turn) {
 
   const parts = [];
   const answer = typeof result.answer === "string" ? result.answer : "";
+  // A declined answer says the sources do not answer; its sources are only related ones.
+  const declined = result.abstained === true;
   if (answer) {
-    const text = el("p", "answer-text");
+    const text = el("p", declined ? "answer-text declined" : "answer-text");
     let last = 0;
     for (const match of answer.matchAll(MARKERS)) {
       text.append(document.createTextNode(answer.slice(last, match.index)));
@@ -315,16 +317,19 @@ function renderAnswer(bubble, result, turn) {
       const cited = citedIds.has(source.source_id) || result.generation_error;
       list.append(sourceCard(source, i + 1, Boolean(cited), turn, boxes.get(source.source_id)));
     });
-    parts.push(el("h2", "sources-heading", sources.length === 1 ? "Source" : "Sources"), list);
+    const heading = declined ? "Related sources" : sources.length === 1 ? "Source" : "Sources";
+    parts.push(el("h2", "sources-heading", heading), list);
   } else {
     parts.push(el("p", "notice", "No source was relevant enough to cite."));
   }
 
   bubble.replaceChildren(...parts);
-  finish(bubble, result.generation_error ? "failed" : "done");
+  finish(bubble, result.generation_error ? "failed" : declined ? "declined" : "done");
   announcer.textContent = result.generation_error
     ? `The generator failed. ${sources.length} retrieved sources shown.`
-    : `Answer: ${result.answer_without_markers || answer}`;
+    : declined
+      ? `No answer: ${answer} ${sources.length} related sources shown.`
+      : `Answer: ${result.answer_without_markers || answer}`;
 }
 
 // ---- asking -----------------------------------------------------------------------------------

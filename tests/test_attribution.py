@@ -1,0 +1,226 @@
+"""Citations checked against their sources: kept, replaced, or the answer declined.
+
+The cases are the ones a user met: an invented winner of the 1998 world cup cited to a snippet
+about Lake Baikal, a lighthouse "5,895" metres tall (Kilimanjaro's height, from another
+snippet) cited to a photo whose caption gives no height.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mmrag.generation.attribution import (
+    DECLINE,
+    Attributor,
+    LexicalVerifier,
+    NLIVerifier,
+    answers_the_question,
+    invented_terms,
+    load_verifier,
+    supported_parts,
+)
+from mmrag.generation.citations import CitationFormat, cite
+from mmrag.generation.errors import GenerationError
+from mmrag.generation.types import Answer
+from tests.tiny_models import tiny_cross_encoder
+
+
+@dataclass(frozen=True)
+class Src:
+    id: str
+    modality: str
+    title: str
+    text: str
+    ocr_text: str | None = None
+
+
+BAIKAL = Src("s-baikal", "text", "Lake Baikal", "Lake Baikal in Siberia is 1,642 metres deep.")
+KILIMANJARO = Src("s-kili", "text", "Kilimanjaro", "Kilimanjaro rises 5,895 metres in Tanzania.")
+LIGHTHOUSE = Src("i-verin", "image", "Cape Verin lighthouse", "The lighthouse of Cape Verin.")
+DOOR = Src("i-door", "image", "Harbor Inn door", "A wooden door painted blue at the Harbor Inn.")
+SIGN = Src("i-sign", "image", "Shop sign", "A sign over a shop door.", ocr_text="OPEN 9 TO 5")
+MILL = Src("s-mill", "text", "Mill Bridge", "The Mill Bridge has 4 arches.")
+KELL = Src("s-kell", "text", "Kell Bridge", "The Kell Bridge has 3 arches.")
+NIGHT = Src(
+    "s-night", "text", "Lantern Night", "The Greywick Lantern Night was first held in 1981."
+)
+
+
+def answered(raw: str, sources: list[Src]) -> Answer:
+    cited = cite(raw, sources)
+    return Answer(cited.text, cited.text_without_markers, cited.citations, sources)
+
+
+@pytest.fixture(scope="module")
+def attributor(minilm) -> Attributor:
+    return Attributor(LexicalVerifier(minilm.encode_texts))
+
+
+def test_an_invented_winner_cited_to_an_unrelated_snippet_is_declined(attributor):
+    question = "Who won the 1998 football world cup?"
+    answer = answered("The 1998 Football World Cup was won by England [1].", [BAIKAL])
+    checked = attributor.attribute(question, answer)
+    assert checked.abstained and checked.attribution == "declined"
+    assert checked.text == DECLINE and checked.citations == []
+    assert checked.sources == [BAIKAL]  # the nearest sources, listed as related
+
+
+def test_a_height_borrowed_from_another_snippet_is_not_cited_to_the_photo(attributor):
+    question = "How tall is the lighthouse of Cape Verin in metres?"
+    answer = answered(
+        "The lighthouse of Cape Verin is 5,895 metres tall [1].", [LIGHTHOUSE, KILIMANJARO]
+    )
+    checked = attributor.attribute(question, answer)
+    assert checked.attribution == "declined" and checked.citations == []
+    kept = attributor.attribute(question, answer, abstain=False)
+    assert kept.attribution == "unsupported" and kept.citations == []
+    assert "[" not in kept.text and kept.text.startswith("The lighthouse of Cape Verin is 5,895")
+
+
+def test_a_supported_citation_is_kept_and_an_unsupported_one_dropped(attributor):
+    question = "What color is the door of the Harbor Inn?"
+    checked = attributor.attribute(
+        question, answered("The door of the Harbor Inn is blue [1][2].", [DOOR, BAIKAL])
+    )
+    assert checked.attribution == "model"
+    assert [c.source_id for c in checked.citations] == ["i-door"]
+    assert checked.text == "The door of the Harbor Inn is blue [1]."
+
+
+def test_a_claim_cited_to_the_wrong_source_is_cited_to_the_one_that_supports_it(attributor):
+    question = "What color is the door of the Harbor Inn?"
+    checked = attributor.attribute(
+        question, answered("The door of the Harbor Inn is blue [1].", [BAIKAL, DOOR])
+    )
+    assert checked.attribution == "verified"
+    assert [(c.marker, c.source_id) for c in checked.citations] == [(2, "i-door")]
+
+
+def test_text_read_in_an_image_supports_a_citation(attributor):
+    question = "When does the shop open?"
+    checked = attributor.attribute(question, answered("The shop opens at 9 [1].", [SIGN]))
+    assert checked.attribution == "model" and checked.citations[0].source_id == "i-sign"
+
+
+def test_an_unsupported_sentence_gives_way_to_the_source_sentence_that_answers(attributor):
+    question = "How many arches does the Mill Bridge have?"
+    checked = attributor.attribute(question, answered("The Mill Bridge has 7 arches [1].", [MILL]))
+    assert checked.attribution == "extractive"
+    assert checked.text == "The Mill Bridge has 4 arches [1]."
+
+
+def test_a_comparison_is_supported_by_its_two_sources_together(attributor):
+    question = "Which has more arches, the Kell Bridge or the Mill Bridge?"
+    checked = attributor.attribute(
+        question,
+        answered("The Mill Bridge has more arches than the Kell Bridge [1].", [MILL, KELL]),
+    )
+    assert checked.attribution in ("model", "verified")
+    assert {c.source_id for c in checked.citations} == {"s-mill", "s-kell"}
+
+
+def test_an_invented_clause_is_cut_and_the_supported_part_kept(attributor):
+    question = "When was the Greywick Lantern Night first held?"
+    raw = "The Greywick Lantern Night was first held in 1981 in Greywick, a town in the UK [1]."
+    checked = attributor.attribute(question, answered(raw, [NIGHT]))
+    assert checked.attribution == "model"
+    assert checked.text == "The Greywick Lantern Night was first held in 1981 in Greywick [1]."
+    assert supported_parts(question, raw.replace(" [1]", ""))[0].endswith("in the UK.")
+
+
+def test_a_sentence_about_the_right_thing_is_no_answer_to_another_question():
+    assert not answers_the_question(
+        "When did the Moonlight Cafe close?", "The Moonlight Cafe opened in 1983."
+    )
+    assert not answers_the_question(
+        "Who painted the door of the Harbor Inn?", "A wooden door painted blue at the Harbor Inn."
+    )
+    assert answers_the_question(
+        "Who designed the Kestrel Point Lighthouse?",
+        "The Kestrel Point Lighthouse was designed by the architect Hester Sutter.",
+    )
+
+
+def test_wrong_numbers_and_names_are_unsupported_however_similar_the_sentences(minilm):
+    verifier = LexicalVerifier(minilm.encode_texts)
+    evidence = [MILL.text]
+    question = "How many arches does the Mill Bridge have?"
+    assert verifier.support(question, "The Mill Bridge has 4 arches.", evidence) == 1.0
+    assert verifier.support(question, "The Mill Bridge has 5 arches.", evidence) == 0.0
+    assert verifier.support(question, "The Kell Bridge has 4 arches.", evidence) == 0.0
+    # A yes/no answer adds nothing to the question: evidence covering the question supports it.
+    assert verifier.support("Does the Mill Bridge have 4 arches?", "Yes, it has.", evidence) == 1.0
+
+
+def test_citation_recall_and_precision_follow_alce(attributor):
+    question = "How many arches does the Mill Bridge have?"
+    claim = "The Mill Bridge has 4 arches."
+    assert attributor.citation_scores(question, claim, [MILL]) == (1.0, 1.0)
+    assert attributor.citation_scores(question, claim, [MILL, BAIKAL]) == (1.0, 0.5)
+    assert attributor.citation_scores(question, claim, [BAIKAL]) == (0.0, 0.0)
+    assert attributor.citation_scores(question, claim, []) == (None, None)
+    both = "The Mill Bridge has more arches than the Kell Bridge."
+    together = attributor.citation_scores("Which has more arches?", both, [MILL, KELL])
+    assert together == (1.0, 1.0)  # neither alone supports it, and each is needed
+
+
+def test_invented_terms_are_numbers_and_names_no_source_holds():
+    question = "How tall is the lighthouse of Cape Verin?"
+    claim = "The lighthouse of Cape Verin is 5,895 metres tall, built by Ada Lovelace."
+    assert invented_terms(question, claim, [LIGHTHOUSE]) == {"5895", "ada", "lovelac"}
+    assert invented_terms(question, claim, [LIGHTHOUSE, KILIMANJARO]) == {"ada", "lovelac"}
+
+
+def test_the_citation_format_constrains_to_one_cited_sentence():
+    form = CitationFormat(3)
+    for good in ("The door is blue [1].", "The door is blue. [1][3].", "Yes, it has 4 arches [2]."):
+        assert re.fullmatch(form.regex(), good), good
+    for bad in ("The door is blue.", "The door is blue [4].", "Blue. Red [1].", "Blue [1]"):
+        assert not re.fullmatch(form.regex(), bad), bad
+    from llama_cpp import LlamaGrammar
+
+    LlamaGrammar.from_string(form.gbnf(), verbose=False)  # llama.cpp parses it
+    assert (
+        cite("The door is blue. [1][3].", [DOOR, BAIKAL, MILL]).text == "The door is blue [1][3]."
+    )
+
+
+def test_an_nli_verifier_loads_by_path_and_scores_entailment(tmp_path: Path):
+    labels = ("contradiction", "neutral", "entailment")
+    verifier = load_verifier(f"nli:{tiny_cross_encoder(tmp_path / 'nli', labels=labels)}")
+    assert isinstance(verifier, NLIVerifier) and verifier.entailment == 2
+    score = verifier.support("q", "the mill bridge has four arches.", [MILL.text.lower()])
+    assert 0.0 < score < 1.0
+    no_entailment = tiny_cross_encoder(tmp_path / "sentiment", labels=("negative", "positive"))
+    with pytest.raises(GenerationError, match="no entailment label"):
+        NLIVerifier(str(no_entailment))
+    with pytest.raises(GenerationError, match="unknown verifier 'magic'"):
+        load_verifier("magic")
+
+
+ANCHOR = Src(
+    "i-anchor",
+    "image",
+    "Upper floor of the Anchor Hotel",
+    "The upper floor of the Anchor Hotel in Kestrel Bay, with six sash windows under the roof.",
+)
+
+
+def test_numbers_written_as_words_count_as_numbers(attributor):
+    question = "How many windows are on the upper floor of the Anchor Hotel?"
+    right = attributor.attribute(
+        question, answered("The Anchor Hotel has six windows [1].", [ANCHOR])
+    )
+    assert right.attribution == "model"
+    assert attributor.attribute(
+        question, answered("The Anchor Hotel has 6 windows upstairs [1].", [ANCHOR])
+    ).citations
+    wrong = attributor.attribute(
+        question, answered("The Anchor Hotel has 16 windows [1].", [ANCHOR])
+    )
+    assert wrong.attribution == "extractive"  # the source's own sentence, which has the count
+    assert wrong.text.startswith("The upper floor of the Anchor Hotel") and "six" in wrong.text
