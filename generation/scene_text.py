@@ -1,0 +1,137 @@
+"""Short answers about the text in a photo (ST-VQA): written freely, or chosen among what OCR read.
+
+ST-VQA answers are a few words, usually copied from the scene text, and ANLS forgives a letter
+or two but nothing more. A small model asked to write the answer freely paraphrases, adds words
+or invents a name, so two choosers keep the answer inside what was read: the candidates are
+each OCR line and every run of up to `MAX_WORDS` consecutive words in it, less the runs made
+only of the question's own words ("BAKERY" for "What is the name of the bakery?"), which
+answer nothing (a small model's free answer repeats the question, and would snap to them).
+
+- `free`: the model writes the answer (at most a few tokens), cleaned of chatter.
+- `likelihood`: the candidate whose opening the model is likeliest to write: its first tokens'
+  log-probabilities (`next_token_logprobs`, top 20) are matched against each candidate's start,
+  since the Engine interface scores next tokens, not whole strings; among candidates opening
+  with the same token the shortest wins (answers are short).
+- `similarity`: the free answer snapped to the candidate nearest it (MiniLM cosine), so the
+  model's reading of the question is kept and its spelling replaced by the sign's.
+
+Which wins is measured in docs/BENCHMARKS.md; the run's default is the winner.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mmrag.generation.engines.base import Engine
+from mmrag.generation.errors import GenerationError
+from mmrag.generation.prompts import scene_text_messages
+from mmrag.generation.rationale import short_answer
+
+ANSWER_MODES = ("free", "likelihood", "similarity")
+MAX_WORDS = 3
+MAX_CANDIDATES = 60
+MAX_ANSWER_TOKENS = 12
+
+
+def candidates(lines: Sequence[str], max_words: int = MAX_WORDS) -> list[str]:
+    """Every line, then every run of 1..max_words consecutive words in it; first spelling of
+    each (case-insensitive) kept, in reading order."""
+    found: dict[str, str] = {}
+    for line in lines:
+        words = line.split()
+        runs = [line.strip()] + [
+            " ".join(words[start : start + size])
+            for size in range(1, max_words + 1)
+            for start in range(len(words) - size + 1)
+        ]
+        for run in runs:
+            if run:
+                found.setdefault(run.lower(), run)
+    return list(found.values())[:MAX_CANDIDATES]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def answering(question: str, spans: list[str]) -> list[str]:
+    """The spans that say something the question does not (all of them, if none does)."""
+    asked = _words(question)
+    return [span for span in spans if not _words(span) <= asked] or spans
+
+
+@dataclass
+class SceneTextAnswer:
+    answer: str
+    mode: str
+    free: str | None = None  # what the model wrote, where it was asked to
+    candidates: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _opening(token: str) -> str:
+    return token.strip().lower()
+
+
+class SceneTextAnswerer:
+    """`embed` (texts -> L2-normalised rows) is needed for `similarity` only."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        mode: str = "free",
+        embed: Callable[[list[str]], np.ndarray] | None = None,
+    ) -> None:
+        if mode not in ANSWER_MODES:
+            raise GenerationError(f"unknown answer mode {mode!r}; use {', '.join(ANSWER_MODES)}")
+        if mode == "similarity" and embed is None:
+            raise GenerationError("answer mode 'similarity' needs embed (e.g. the packaged MiniLM)")
+        self.engine = engine
+        self.mode = mode
+        self.embed = embed
+
+    def answer(
+        self, question: str, lines: Sequence[str], *, image: bytes | None = None
+    ) -> SceneTextAnswer:
+        """The short answer; `image` reaches the model only if the engine takes images."""
+        started = time.perf_counter()
+        seen = image if self.engine.info.accepts_images else None
+        messages = scene_text_messages(question, " ".join(lines), image=seen)
+        options = answering(question, candidates(lines))
+        free = None
+        if self.mode in ("free", "similarity") or not options:
+            free = short_answer(self.engine.chat(messages, max_tokens=MAX_ANSWER_TOKENS))
+        if not options or self.mode == "free":
+            answer = free or ""
+        elif self.mode == "similarity":
+            answer = self._nearest(free or question, options)
+        else:
+            answer = self._likeliest(messages, options)
+        timings = {"answer_s": time.perf_counter() - started}
+        return SceneTextAnswer(answer, self.mode, free, len(options), timings)
+
+    def _nearest(self, written: str, options: list[str]) -> str:
+        assert self.embed is not None
+        vectors = np.asarray(self.embed([written, *options]), dtype=np.float32)
+        return options[int(np.argmax(vectors[1:] @ vectors[0]))]
+
+    def _likeliest(self, messages: list, options: list[str]) -> str:
+        logprobs = self.engine.next_token_logprobs(messages, top_k=20)
+        best: tuple[float, int, int] | None = None  # (-logprob, length, position)
+        for position, option in enumerate(options):
+            lowered = option.lower()
+            scores = [
+                lp
+                for token, lp in logprobs.items()
+                if _opening(token) and lowered.startswith(_opening(token))
+            ]
+            if scores:
+                key = (-max(scores), len(option), position)
+                best = key if best is None or key < best else best
+        return options[best[2]] if best is not None else options[0]
