@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.evaluation.runs import aokvqa as aokvqa_run
+from mmrag.evaluation.runs import stvqa as stvqa_run
 from mmrag.evaluation.runs import toloka as toloka_run
 from mmrag.evaluation.runs import vlqa as vlqa_run
 from mmrag.evaluation.runs import webqa as webqa_run
@@ -79,7 +80,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "loads.",
     )
     benches = run.add_subparsers(dest="bench", metavar="BENCH", required=True)
-    for bench in (webqa_run, aokvqa_run, toloka_run, vlqa_run):
+    for bench in (webqa_run, aokvqa_run, stvqa_run, toloka_run, vlqa_run):
         bench.add_parser(benches)
 
 
