@@ -38,7 +38,7 @@ from mmrag.evaluation.runs.checkpoint import (
     Checkpoint,
     add_run_options,
     check_file,
-    check_limit,
+    check_run_options,
     print_warnings,
     run_items,
     sibling,
@@ -331,7 +331,7 @@ def run(args: argparse.Namespace) -> int:
     from mmrag.generation.rationale import RationaleWriter
 
     started = time.perf_counter()
-    check_limit(args.limit)
+    check_run_options(args)
     check_file("--captions", args.captions)
     items = loader.load_gold(args.data)[: args.limit]
     split = args.split or items[0].split or "val"
@@ -379,7 +379,14 @@ def run(args: argparse.Namespace) -> int:
         retriever=build_retriever(settings) if args.index is not None else None,
         knowledge=args.knowledge,
     )
-    ran = run_items(items, lambda i: i.question_id, runner, checkpoint, desc=f"aokvqa {split}")
+    ran = run_items(
+        items,
+        lambda i: i.question_id,
+        runner,
+        checkpoint,
+        desc=f"aokvqa {split}",
+        concurrency=args.concurrency,
+    )
     text = json.dumps(predictions(items, checkpoint.records), indent=2) + "\n"
     checkpoint.finish(args.out, text)
 

@@ -6,16 +6,25 @@ Ctrl-C or a crash loses at most the question in flight. Resuming a partial file 
 run would mix two systems' answers in one submission, so the header must match. The final
 prediction file is written atomically and only then is the partial file removed.
 
-Questions run in file order, so a run is deterministic given its models. Everything a run can
-refuse (options, data files, a partial file of another run) is checked before any model loads.
+Questions run in file order, so a run is deterministic given its models. With `--concurrency N`
+(`run_items`), N questions are in flight at once on worker threads, so an OpenAI-compatible
+server batches them; answers may finish out of order but are appended in question order, so
+with a deterministic generator the submission is that of a one-at-a-time run. A Ctrl-C then
+waits for the answers in flight and saves every finished one (still in question order, with
+gaps where an earlier one never ran). Everything a run can refuse (options, data files, a
+partial file of another run) is checked before any model loads.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
@@ -158,16 +167,32 @@ def run_items(
     checkpoint: Checkpoint,
     *,
     desc: str,
+    concurrency: int = 1,
 ) -> int:
-    """Run `work` on every item the checkpoint lacks; returns how many ran in this process."""
+    """Run `work` on every item the checkpoint lacks; returns how many ran in this process.
+
+    With `concurrency` above 1, that many items are in flight at once on worker threads (so
+    `work` must be safe to call from several threads); each result is appended once it and
+    every item before it have finished, so the checkpoint holds what a one-at-a-time run
+    would. On Ctrl-C or a failure, items not started are dropped, those in flight are waited
+    for (a second Ctrl-C stops waiting), and every finished one is saved, in item order.
+    """
     todo = [item for item in items if key(item) not in checkpoint.records]
     bar = progress_bar(len(items), len(items) - len(todo), desc)
     ran = 0
+
+    def save(item: T, record: dict[str, Any]) -> None:
+        nonlocal ran
+        checkpoint.append(key(item), record)
+        ran += 1
+        bar.update()
+
     try:
-        for item in todo:
-            checkpoint.append(key(item), work(item))
-            ran += 1
-            bar.update()
+        if concurrency <= 1:
+            for item in todo:
+                save(item, work(item))
+        else:
+            _run_concurrently(todo, key, work, checkpoint, save, concurrency)
     except KeyboardInterrupt:
         saved = len(items) - len(todo) + ran
         if checkpoint.path.exists():
@@ -183,6 +208,64 @@ def run_items(
     return ran
 
 
+def _run_concurrently(
+    todo: Sequence[T],
+    key: Callable[[T], str],
+    work: Callable[[T], dict[str, Any]],
+    checkpoint: Checkpoint,
+    save: Callable[[T, dict[str, Any]], None],
+    concurrency: int,
+) -> None:
+    """`save` each item's result in item order while `concurrency` items run at once.
+
+    Twice `concurrency` items are submitted ahead, so the workers stay busy while the oldest
+    is slow; the pool's size caps how many run. The oldest item is saved as soon as it has
+    finished, and only then leaves the queue, so an interruption cannot lose it.
+    """
+    pending: deque[tuple[T, Future[dict[str, Any]]]] = deque()
+    upcoming = iter(todo)
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="eval-run")
+    try:
+        while True:
+            while len(pending) < 2 * concurrency and (item := next(upcoming, None)) is not None:
+                pending.append((item, pool.submit(work, item)))
+            if not pending:
+                return
+            item, future = pending[0]
+            save(item, future.result())
+            pending.popleft()
+    except BaseException:
+        for item, record in _finish_in_flight(pending):
+            if key(item) not in checkpoint.records:
+                save(item, record)
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _finish_in_flight(
+    pending: Sequence[tuple[T, Future[dict[str, Any]]]],
+) -> list[tuple[T, dict[str, Any]]]:
+    """After an interruption or a failure: cancel what has not started, wait for what runs
+    (Ctrl-C stops the wait), and return the items that finished well, in item order."""
+    for _, future in pending:
+        future.cancel()
+    running = [future for _, future in pending if not future.done()]
+    if running:
+        print(
+            f"mmrag: stopping; waiting for the {len(running)} questions in flight "
+            "(Ctrl-C again to stop waiting)",
+            file=sys.stderr,
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            wait_all(running)
+    return [
+        (item, future.result())
+        for item, future in pending
+        if future.done() and not future.cancelled() and future.exception() is None
+    ]
+
+
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options every `eval run BENCH` takes."""
     parser.add_argument("--out", type=Path, required=True, help="prediction file to write")
@@ -190,11 +273,38 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resume", action="store_true", help="continue from OUT.partial.jsonl of the same run"
     )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="N",
+        help="questions in flight at once (default 1), for a server that batches them "
+        "(--engine openai: vLLM, llama.cpp's llama-server --parallel N); answers are saved in "
+        "question order. Gains nothing with the embedded llamacpp engine (one question at a "
+        "time). llama-cpp-python's server answers one request at a time and needs "
+        "--interrupt_requests False, or it cuts answers short",
+    )
 
 
 def check_limit(limit: int | None) -> None:
     if limit is not None and limit < 1:
         raise EvaluationError(f"--limit must be at least 1, got {limit}")
+
+
+def check_run_options(args: argparse.Namespace) -> None:
+    """The options of `add_run_options` that argparse cannot refuse by itself."""
+    check_limit(args.limit)
+    if args.concurrency < 1:
+        raise EvaluationError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.concurrency > 1:
+        from mmrag.core.options import settings_from
+
+        if settings_from(args).engine == "vllm":
+            raise EvaluationError(
+                f"--concurrency {args.concurrency} needs a server: the in-process vllm engine "
+                "takes one caller at a time; run `vllm serve MODEL` and pass --engine openai "
+                "--base-url URL (or leave --concurrency at 1)"
+            )
 
 
 def check_file(option: str, path: Path | None) -> None:

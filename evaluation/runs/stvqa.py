@@ -36,7 +36,7 @@ from mmrag.evaluation.metrics.anls import anls_score
 from mmrag.evaluation.runs.checkpoint import (
     Checkpoint,
     add_run_options,
-    check_limit,
+    check_run_options,
     print_warnings,
     run_items,
     sibling,
@@ -315,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
     from mmrag.generation.scene_text import SceneTextAnswerer
 
     started = time.perf_counter()
-    check_limit(args.limit)
+    check_run_options(args)
     if args.ocr_workers < 1:
         raise EvaluationError(f"--ocr-workers must be at least 1, got {args.ocr_workers}")
     if not args.images.is_dir():
@@ -366,6 +366,7 @@ def run(args: argparse.Namespace) -> int:
         STVQARunner(answerer, lines, args.images),
         checkpoint,
         desc="stvqa",
+        concurrency=args.concurrency,
     )
     submission = [
         {

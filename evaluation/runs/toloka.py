@@ -45,7 +45,7 @@ from mmrag.evaluation.loaders.toloka import BOX_COLUMNS, TolokaItem
 from mmrag.evaluation.runs.checkpoint import (
     Checkpoint,
     add_run_options,
-    check_limit,
+    check_run_options,
     print_warnings,
     run_items,
     sibling,
@@ -318,7 +318,7 @@ def run(args: argparse.Namespace) -> int:
     from mmrag.core.components import build_engine, build_grounder, grounding_problem
 
     started = time.perf_counter()
-    check_limit(args.limit)
+    check_run_options(args)
     items = loader.load_questions(args.data)[: args.limit]
     if not args.images.is_dir():
         raise EvaluationError(f"--images {args.images}: no such folder")
@@ -340,7 +340,14 @@ def run(args: argparse.Namespace) -> int:
     checkpoint = Checkpoint.open(args.out, description, resume=args.resume)
     grounder = build_grounder(settings, build_engine(settings))
     runner = TolokaRunner(grounder, args.images)
-    ran = run_items(items, lambda item: item.image, runner, checkpoint, desc="toloka")
+    ran = run_items(
+        items,
+        lambda item: item.image,
+        runner,
+        checkpoint,
+        desc="toloka",
+        concurrency=args.concurrency,
+    )
     checkpoint.finish(args.out, submission(items, checkpoint.records))
 
     metrics, warnings = None, []

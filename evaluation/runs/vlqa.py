@@ -41,7 +41,7 @@ from mmrag.evaluation.runs.checkpoint import (
     Checkpoint,
     add_run_options,
     check_file,
-    check_limit,
+    check_run_options,
     print_warnings,
     run_items,
     sibling,
@@ -336,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
     from mmrag.core.components import build_attacher, build_engine, build_rationale_writer
 
     started = time.perf_counter()
-    check_limit(args.limit)
+    check_run_options(args)
     check_file("--captions", args.captions)
     items = loader.load_gold(args.data)[: args.limit]
     if not args.images.is_dir():
@@ -366,7 +366,14 @@ def run(args: argparse.Namespace) -> int:
     if args.ocr and not writer.engine.info.accepts_images:
         read_text = scene_text_reader(build_attacher(settings))
     runner = VLQARunner(writer, images=args.images, texts=texts, read_text=read_text)
-    ran = run_items(items, lambda item: item.question_id, runner, checkpoint, desc="vlqa")
+    ran = run_items(
+        items,
+        lambda item: item.question_id,
+        runner,
+        checkpoint,
+        desc="vlqa",
+        concurrency=args.concurrency,
+    )
     written = predictions(items, checkpoint.records, split=args.split, form=args.format)
     checkpoint.finish(args.out, json.dumps(written, indent=2) + "\n")
 

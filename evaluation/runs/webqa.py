@@ -35,7 +35,7 @@ from mmrag.evaluation.runs.checkpoint import (
     Checkpoint,
     add_run_options,
     check_file,
-    check_limit,
+    check_run_options,
     print_warnings,
     run_items,
     sibling,
@@ -248,6 +248,7 @@ class WebQARunInfo:
     retrievers: list[str]
     fusion: str
     threshold: float
+    concurrency: int = 1  # questions in flight (--concurrency)
 
     def record(self, question: WebQAQuestion) -> dict[str, Any]:
         return self.records[question.guid]
@@ -304,9 +305,16 @@ def _run_table(info: WebQARunInfo) -> str:
             f"{info.resumed} resumed from the partial file)",
         ),
         ("wall time", f"{info.seconds:.1f} s (this process, models loading included)"),
+        ("concurrency", _concurrency(info.concurrency)),
         ("FL", info.fl_note),
     ]
     return table(["", ""], rows)
+
+
+def _concurrency(n: int) -> str:
+    if n == 1:
+        return "1 question at a time"
+    return f"{n} questions in flight at once (stage times include waiting for the generator)"
 
 
 def _overall(info: WebQARunInfo, scores: WebQAScores) -> str:
@@ -540,7 +548,7 @@ def run(args: argparse.Namespace) -> int:
     from mmrag.core.components import build_pipeline
 
     started = time.perf_counter()
-    check_limit(args.limit)
+    check_run_options(args)
     check_file("--images", args.images)
     restricted = args.setting == "restricted"
     questions = loader.load_gold_files(args.data, args.split, with_negatives=restricted)
@@ -570,7 +578,9 @@ def run(args: argparse.Namespace) -> int:
         check_facts_indexed(questions, pipeline)
     runner = WebQARunner(pipeline, args.setting, k=args.k, abstain=abstain)
     desc = f"webqa {args.setting} {args.split}"
-    ran = run_items(questions, lambda q: q.guid, runner, checkpoint, desc=desc)
+    ran = run_items(
+        questions, lambda q: q.guid, runner, checkpoint, desc=desc, concurrency=args.concurrency
+    )
     text = json.dumps(submission(questions, checkpoint.records), indent=2) + "\n"
     checkpoint.finish(args.out, text)
 
@@ -599,6 +609,7 @@ def run(args: argparse.Namespace) -> int:
         retrievers=pipeline.retriever.retrievers,
         fusion=pipeline.retriever.fusion,
         threshold=pipeline.selector.threshold,
+        concurrency=args.concurrency,
     )
     report = write_webqa_report(info, scores)
     metrics = scores.overall.metrics
