@@ -12,6 +12,15 @@ PORT ?= 8000
 
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
+# llama-cpp-python ships only sources, and by default compiles llama.cpp for the CPU that builds
+# it (-march=native); pip then caches that wheel under the same key for every build flag. Such
+# a build segfaulted in its first decode on an AMX Xeon VM, and one made on another machine can
+# use instructions this one lacks. So it is built portable (AVX2) once into a folder of our own
+# and installed from there.
+LLAMA_VERSION := $(shell sed -n 's/^llama_cpp_python==//p' requirements/constraints.txt)
+LLAMA_WHEELS := $(HOME)/.cache/mmrag/wheels/llama-portable
+LLAMA_WHEEL = $(wildcard $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl)
+
 # torch goes first and pinned: the CPU build on disk. Left to pip, a dependency's `torch>=…`
 # would pull a newer release with GBs of CUDA wheels. torchvision is never installed on CPU.
 # Debian's Chromium drives the chat page's browser test (Playwright never downloads a browser).
@@ -21,6 +30,10 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
+	test -n "$(LLAMA_WHEEL)" || CMAKE_ARGS=-DGGML_NATIVE=OFF $(BIN)/python -m pip wheel -q \
+		--no-cache-dir --no-deps -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	$(BIN)/python -m pip install -q --no-deps \
+		$(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	$(BIN)/python -m pip install -q -c requirements/constraints.txt -e '.[ml,eval,dev]'
 	# rapidocr pulls opencv-python, whose cv2 links X11/GL libraries a server may lack: the
 	# headless build of the same version replaces its files.
@@ -58,7 +71,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 bench: $(STAMP)
-	$(BIN)/python bench/bm25.py --n 100000
+	$(BIN)/python -m bench.bm25 --n 100000
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache
