@@ -38,7 +38,7 @@ def test_build_prints_summary_and_search_prints_hits(tiny_webqa, tmp_path: Path)
     hits = json.loads(search.stdout)
     assert len(hits) == 3
     assert hits[0]["source_id"] == "s-light"
-    assert set(hits[0]) == {"source_id", "modality", "score", "title", "text", "url"}
+    assert set(hits[0]) == {"source_id", "modality", "score", "title", "text", "url", "ocr_text"}
     images = run_mmrag("search", "Dunmore", "--index", str(out), "--modality", "image", "--json")
     assert {h["modality"] for h in json.loads(images.stdout)} == {"image"}
     stats = run_mmrag("index", "stats", "--index", str(out), "--verify")

@@ -125,7 +125,9 @@ def test_eval_score_webqa_end_to_end_with_tiny_bart(tiny_bart: Path, tmp_path: P
     )
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)
-    assert set(metrics) == {"retrieval_f1", "fl", "acc", "fl_x_acc", "by_qcate"}
+    official = {"retrieval_f1", "fl", "acc", "fl_x_acc", "by_qcate"}
+    attribution = {"citation_recall", "citation_precision", "decline_rate", "invented_rate"}
+    assert set(metrics) == official | attribution
     assert metrics["retrieval_f1"] == pytest.approx((2 / 3 + 2 / 3 + 0) / 3)
     assert metrics["acc"] == pytest.approx((2 / (2 + 1e-5) + 0 + 0.5) / 3)
     assert 0.0 <= metrics["fl"] <= 1.0

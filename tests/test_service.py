@@ -319,8 +319,11 @@ def test_openapi_documents_every_status_and_the_error_shape(pipeline):
     assert "404" in paths["/v1/sources/{source_id}/image"]["get"]["responses"]
     error = schema["components"]["schemas"]["ErrorOut"]
     assert error["properties"]["detail"]["type"] == "string"
-    question = schema["components"]["schemas"]["AnswerRequest"]["properties"]["question"]
-    assert question["minLength"] == 1
+    # /v1/answer takes JSON or a multipart form with an image: both bodies are documented.
+    bodies = paths["/v1/answer"]["post"]["requestBody"]["content"]
+    for media_type in ("application/json", "multipart/form-data"):
+        assert bodies[media_type]["schema"]["properties"]["question"]["minLength"] == 1
+    assert "image" in bodies["multipart/form-data"]["schema"]["required"]
 
 
 def png_bomb() -> bytes:
