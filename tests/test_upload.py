@@ -66,6 +66,9 @@ def test_bad_uploads_are_422_with_one_line_and_never_decoded_when_huge(client: T
     bad_k = client.post("/v1/answer", data={"question": "What?", "k": "many"},
                         files={"image": ("sign.jpg", SIGN)})  # fmt: skip
     assert bad_k.status_code == 422 and bad_k.json()["detail"].startswith("k:")
+    crowd = {"question": "What?", **{f"extra{i}": "1" for i in range(9)}}
+    crowded = client.post("/v1/answer", data=crowd, files={"image": ("sign.jpg", SIGN)})
+    assert crowded.status_code == 422 and crowded.json()["detail"].startswith("form: Too many")
     # The service still answers JSON questions afterwards.
     assert client.post("/v1/answer", json={"question": QUESTION}).status_code == 200
 

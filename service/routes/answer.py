@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
 from mmrag.core.attachments import ImageAttacher
@@ -81,15 +82,25 @@ async def answer_request(request: Request) -> tuple[AnswerRequest, bytes | None]
     try:
         if request.headers.get("content-type", "").startswith("multipart/form-data"):
             limit = len(AnswerRequest.model_fields)
-            async with request.form(max_files=1, max_fields=limit) as form:
+            try:
+                form = await request.form(max_files=1, max_fields=limit)
+            except StarletteHTTPException as exc:  # starlette's 400: too many parts, bad framing
+                raise HTTPException(422, f"form: {exc.detail}") from None
+            try:
                 image = form.get("image")
                 if not isinstance(image, UploadFile):
                     raise HTTPException(422, "image: a multipart answer needs an image file")
                 fields = {k: v for k, v in form.items() if k != "image" and isinstance(v, str)}
                 return AnswerRequest.model_validate(fields), await image.read()
-        return AnswerRequest.model_validate_json(await request.body()), None
+            finally:
+                await form.close()
+        # Python's parser, as for every other route: pydantic's own JSON parser rejects a
+        # lone surrogate ("\\ud800") with a message that does not say so.
+        return AnswerRequest.model_validate(json.loads(await request.body())), None
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # as FastAPI words it
+        raise HTTPException(422, f"body: JSON decode error ({exc})") from None
 
 
 @router.post(
