@@ -2434,6 +2434,48 @@ def check_sample(records: dict[str, Record], world: World) -> None:
             _require(MIN_NEGATIVES <= len(record[name]) <= MAX_NEGATIVES, f"{guid}: {name}")
 
 
+# Questions no source answers, so that declining is measured, not assumed: some about things
+# the corpus never mentions, most about its own entities, asking what no caption or snippet
+# records (who owns an inn, when a shop closes), which a model that guesses gets wrong.
+OUT_OF_CORPUS = (
+    "Who won the 1998 football world cup?",
+    "What is the capital of Australia?",
+    "How many moons does Jupiter have?",
+    "Who wrote the novel Moby-Dick?",
+)
+# Near misses: a source names the thing and says something else about it (a door's colour, not
+# its painter; a cafe's opening, not its closing), the trap for extractive answers.
+NEAR_MISSES = {
+    "Harbor Inn": "Who painted the door of the Harbor Inn?",
+    "Dunmore": "How tall is the lighthouse of Dunmore in metres?",
+    "Moonlight Cafe": "When did the Moonlight Cafe close?",
+}
+UNRECORDED = {  # entity group -> a question about something the world never records
+    "lodging": "Who owns {the}?",
+    "shop": "What time does {the} close on Sundays?",
+    "bridge": "How much does it cost to cross {the}?",
+    "boat": "Who is the captain of the fishing boat {name}?",
+    "festival": "How many tickets were sold for {the} last year?",
+    "town": "What is the phone number of the town hall in {name}?",
+}
+
+
+def unanswerable_questions(world: World) -> list[dict[str, str | None]]:
+    """Two questions per group of `UNRECORDED` (its first entities by name), the near misses,
+    then questions about what the corpus never mentions."""
+    questions: list[dict[str, str | None]] = []
+    for group, template in UNRECORDED.items():
+        names = sorted(name for name, of in world.group.items() if of == group)[:2]
+        for name in names:
+            text = template.format(the=_the(name), name=name)
+            questions.append({"question": _cap(text), "about": name})
+    for name, text in NEAR_MISSES.items():
+        _require(name in world.group, f"near miss about {name!r}, which the corpus lacks")
+        questions.append({"question": text, "about": name})
+    questions += [{"question": text, "about": None} for text in OUT_OF_CORPUS]
+    return questions
+
+
 def write_json(path: Path, records: dict[str, Record]) -> None:
     with path.open("w", encoding="utf-8", newline="\n") as handle:
         json.dump(records, handle, indent=1, ensure_ascii=False, sort_keys=False)
@@ -2478,7 +2520,9 @@ def readme_text(records: dict[str, Record], world: World) -> str:
         f"| `imgs.tsv` | {len(world.images)} images, one line each: "
         "`image_id<TAB>base64(JPEG)` |\n"
         "| `imgs.lineidx` | byte offset of each `imgs.tsv` line; image `i` is on line "
-        "`i % 10_000_000` |\n\n"
+        "`i % 10_000_000` |\n"
+        f"| `unanswerable.json` | {len(unanswerable_questions(world))} questions no source "
+        "answers (not in WebQA's format: WebQA has none) |\n\n"
         "| Qcate | " + " | ".join(QCATES) + " |\n"
         "| --- |" + " --- |" * len(QCATES) + "\n"
         "| questions | " + " | ".join(str(counts[q]) for q in QCATES) + " |\n\n"
@@ -2501,6 +2545,10 @@ def readme_text(records: dict[str, Record], world: World) -> str:
         f"{len(PLACARDS)} images are street signs and shop fronts whose captions do not spell the "
         f"words painted on them; the {len(scene_text_questions())} questions about them (topic "
         "`street signs`) are found or answered only through that text: index with `--ocr`.",
+        f"`unanswerable.json` lists {len(unanswerable_questions(world))} questions that no "
+        "caption or snippet answers: most about the corpus's own inns, shops, bridges, boats, "
+        "festivals and towns (`about` names the entity), asking what the world never records, "
+        "and a few about nothing in it (`about` is null). mmrag should decline them all.",
     ]
     return header + "".join(_bullet(text) for text in bullets)
 
@@ -2527,6 +2575,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     records.update(scene_text_records(world, random.Random(SCENE_SEED)))
     check_sample(records, world)
     write_json(out / "WebQA_sample.json", records)
+    unanswerable = unanswerable_questions(world)
+    (out / "unanswerable.json").write_text(
+        json.dumps({"questions": unanswerable}, indent=2) + "\n", encoding="utf-8"
+    )
     write_images(out / "imgs.tsv", out / "imgs.lineidx", list(world.images.values()))
     (out / "README.md").write_text(readme_text(records, world), encoding="utf-8")
     size = sum(path.stat().st_size for path in out.iterdir() if path.is_file())
