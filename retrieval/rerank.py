@@ -112,11 +112,15 @@ class Selection:
     considered: list[ScoredSource]
 
 
+NEAR_TIE = 0.9  # below the threshold, candidates within 10% of the best one are kept with it
+
+
 class SourceSelector:
     """Top-k candidates in, the sources above `threshold` (at most `max_sources`) out.
 
     With `min_sources=1` the best candidate is kept even below the threshold, since an answer
-    needs something to cite; set it to 0 to let "nothing relevant" through. Without a scorer the
+    needs something to cite, with any runner-up nearly as relevant (`NEAR_TIE`); set it to 0
+    to let "nothing relevant" through. Without a scorer the
     candidates' own scores are the relevance: right when calibrated fusion made them P(relevant).
     """
 
@@ -160,6 +164,11 @@ class SourceSelector:
         )
         above = [s for s in considered if s.relevance >= self.threshold]
         chosen = max(len(above), min(self.min_sources, len(considered)))
+        if not above and chosen:
+            # Kept only because an answer needs something to cite: a runner-up as relevant as
+            # the best is as likely to hold the answer, and a hair's difference decides nothing.
+            floor = considered[chosen - 1].relevance * NEAR_TIE
+            chosen += sum(1 for s in considered[chosen:cap] if s.relevance >= floor)
         return Selection(
             selected=considered[: min(chosen, cap)],
             considered=considered,

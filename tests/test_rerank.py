@@ -57,6 +57,17 @@ def test_keeps_the_best_when_none_passes_unless_told_not_to():
     assert SourceSelector(below, min_sources=0).select("q", candidates(2)).selected == []
 
 
+def test_below_the_threshold_a_runner_up_as_relevant_as_the_best_is_kept_with_it():
+    """Calibrated fusion gave a bakery's sign photo 0.244 and the snippet naming its founder
+    0.243 for "Who founded the Lantern Bakery?": keeping one by a hair lost the answer."""
+    near_tie = FixedScores([0.244, 0.243, 0.2, 0.1])
+    selector = SourceSelector(near_tie, threshold=0.3, max_sources=3)
+    assert selected_ids(selector.select("q", candidates(4))) == ["s0", "s1"]
+    assert selected_ids(selector.select("q", candidates(4), max_sources=1)) == ["s0"]
+    clear_best = SourceSelector(FixedScores([0.244, 0.2, 0.1]), threshold=0.3)
+    assert selected_ids(clear_best.select("q", candidates(3))) == ["s0"]
+
+
 def test_equal_relevance_keeps_retrieval_order():
     selection = SourceSelector(FixedScores([0.5, 0.5, 0.5]), max_sources=3).select(
         "q", candidates(3)
