@@ -78,6 +78,7 @@ _ASKS_NUMBER = re.compile(
 )
 _ASKS_PLACE = re.compile(r"^\s*where\b", re.IGNORECASE)
 _ASKS_PERSON = re.compile(r"^\s*(who|whom|whose)\b", re.IGNORECASE)
+_TYPED = (_ASKS_NUMBER, _ASKS_PLACE, _ASKS_PERSON)
 # A person named as the doer ("by Hester Sutter", "to designs by ... Piers Corrigan") or as the
 # subject that opens the sentence.
 _PERSON = re.compile(r"\bby (?:[a-z]+ ){0,4}([A-Z][a-z]+ [A-Z][a-z]+)|^([A-Z][a-z]+ [A-Z][a-z]+) ")
@@ -90,6 +91,20 @@ def _stem():
 
 
 _STEM = _stem()
+# The verbs questions ask about, said in other words by sources ("Who founded the bakery?",
+# "opened by Mara Quell"). Small and explicit: a lexical check cannot know paraphrase, and an
+# embedding would take antonyms ("close", "open") for synonyms. An NLI verifier knows more.
+SAME_RELATION = tuple(
+    frozenset(_STEM(word) for word in group)
+    for group in (
+        ("founded", "established", "opened"),
+        ("built", "constructed", "erected"),
+        ("owns", "owner"),
+        ("born", "birth"),
+        ("died", "death"),
+        ("wrote", "written", "author"),
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -130,6 +145,26 @@ def terms(text: str) -> Terms:
     return Terms(frozenset(words), frozenset(numbers), frozenset(names))
 
 
+def with_synonyms(words: frozenset[str]) -> frozenset[str]:
+    """The words, and every other word of a `SAME_RELATION` group one of them is in."""
+    return words.union(*(group for group in SAME_RELATION if group & words))
+
+
+def relation(question: str) -> frozenset[str]:
+    """What a typed question ("who", "when", "how many", "where") asks about its subject: its
+    words after the opening, less names and numbers ("owns", "close", "tickets sold"). The
+    answer type alone (any person, any number) says nothing of it, so an answer must state it
+    and its source must say it: Tomas Mallory who built the inn does not answer "Who owns the
+    inn?", nor "opened in 1983" "When did the cafe close?". Untyped questions have none."""
+    for asks in _TYPED:
+        opening = asks.match(question)
+        if opening:
+            asked = terms(question)
+            rest = terms(question[opening.end() :]).words - terms(opening.group()).words
+            return rest - asked.key
+    return frozenset()
+
+
 def evidence_text(source: SourceLike) -> str:
     """All a source says: its title, its caption or snippet, and any text read in its image."""
     parts = [source.title, source.text, getattr(source, "ocr_text", None) or ""]
@@ -168,12 +203,14 @@ class LexicalVerifier:
 
     def support(self, question: str, claim: str, evidence: Sequence[str]) -> float:
         text = " ".join(evidence)
-        found = terms(text).words
+        found = with_synonyms(terms(text).words)
         asked, said = terms(question), terms(claim)
         new = said.words - asked.words
         if said.key - found:  # a number or name the evidence lacks: not about this, or invented
             return 0.0
         if len(evidence) > 1 and not _facts_belong(said, asked, evidence):
+            return 0.0
+        if (said.words & relation(question)) - found:  # asserts what was asked, unsaid
             return 0.0
         if new and not new & found:
             return 0.0
@@ -269,17 +306,19 @@ EXTRACTIVE_LONG_QUESTION = 4  # content words from which one may be missing
 
 def answers_the_question(question: str, sentence: str) -> bool:
     """Whether a source sentence could stand as the answer: it holds the question's content
-    (its numbers and names all, and all its words but one in a longer question), adds
-    something, and adds what the question asks for: a number for "how many" or
+    (its numbers, names and `relation` all, and all its words but one in a longer question),
+    adds something, and adds what the question asks for: a number for "how many" or
     "when", a place's name for "where", a person's for "who". Without a reader model this is
     strict on purpose: an extracted sentence about the right thing that says something else
     ("opened in 1983" for "When did the cafe close?") must not pass for an answer."""
     asked, said = terms(question), terms(sentence)
     if not asked.words or not said.words - asked.words or asked.key - said.words:
         return False
-    missing = len(asked.words - said.words)
+    missing = asked.words - with_synonyms(said.words)
+    if missing & relation(question):
+        return False
     # One word of a longer question may be missing ("written" for "painted with the word").
-    if missing > (1 if len(asked.words) >= EXTRACTIVE_LONG_QUESTION else 0):
+    if len(missing) > (1 if len(asked.words) >= EXTRACTIVE_LONG_QUESTION else 0):
         return False
     return gives_what_is_asked(question, sentence)
 
@@ -293,8 +332,11 @@ def gives_what_is_asked(question: str, sentence: str) -> bool:
     if _ASKS_PLACE.match(question) and not said.names - asked.names:
         return False
     if _ASKS_PERSON.match(question):
+        # A name that repeats the question's words is the thing asked about, not a person:
+        # "Blue Door of the Harbor Inn" does not answer "Who painted the door of the Harbor Inn?"
         people = [next(filter(None, match.groups())) for match in _PERSON.finditer(sentence)]
-        return any(terms(f"x {person}").names - asked.names for person in people)
+        named = [terms(f"x {person}").names for person in people]
+        return any(name and not name & asked.words for name in named)
     return True
 
 
@@ -389,19 +431,21 @@ class Attributor:
 
 def supported_parts(question: str, claim: str) -> list[str]:
     """The claim, then its shorter versions cut at clause boundaries, longest first, each kept
-    if it gives what the question asks for and says something beyond the question: small
-    models tack invented clauses onto a right answer ("... first held in 1981 in Greywick, a
-    town in the UK"), and the part before the invention is worth keeping."""
-    parts = [claim] if gives_what_is_asked(question, claim) else []
+    if it answers: states the question's `relation` (a word of it at least: "France won the
+    1998 World Cup" answers the "football world cup" question), gives what the question asks
+    for and says something beyond the question. Small models tack invented clauses onto a right
+    answer ("... first held in 1981 in Greywick, a town in the UK"), and the part before the
+    invention is worth keeping."""
+    asked, wanted = terms(question).words, relation(question)
+
+    def answers(part: str) -> bool:
+        states = not wanted or bool(wanted & with_synonyms(terms(part).words))
+        return states and gives_what_is_asked(question, part)
+
     body = claim.rstrip(".!? ")
-    asked = terms(question).words
-    for cut in reversed(
-        [m.start() for m in re.finditer(r",\s|;| - | (?:while|and|but|which|who) ", body)]
-    ):
-        part = body[:cut].rstrip(" ,;") + "."
-        if terms(part).words - asked and gives_what_is_asked(question, part):
-            parts.append(part)
-    return parts
+    cuts = [m.start() for m in re.finditer(r",\s|;| - | (?:while|and|but|which|who) ", body)]
+    shorter = [body[:cut].rstrip(" ,;") + "." for cut in reversed(cuts)]
+    return [claim] * answers(claim) + [p for p in shorter if terms(p).words - asked and answers(p)]
 
 
 def _citations(sources: Sequence[SourceLike], markers: Sequence[int]) -> list[Citation]:

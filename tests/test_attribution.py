@@ -139,10 +139,38 @@ def test_a_sentence_about_the_right_thing_is_no_answer_to_another_question():
     assert not answers_the_question(
         "Who painted the door of the Harbor Inn?", "A wooden door painted blue at the Harbor Inn."
     )
+    # A title naming the thing asked about is not the person who made it.
+    assert not answers_the_question(
+        "Who painted the door of the Harbor Inn?", "Blue Door of the Harbor Inn."
+    )
     assert answers_the_question(
         "Who designed the Kestrel Point Lighthouse?",
         "The Kestrel Point Lighthouse was designed by the architect Hester Sutter.",
     )
+
+
+def test_what_was_asked_must_be_said_though_it_may_be_said_in_other_words(attributor):
+    bakery = Src(
+        "s-bakery", "text", "Lantern Bakery", "The Lantern Bakery was opened by Mara Quell."
+    )
+    inn = Src(
+        "s-inn", "text", "Copper Kettle Inn", "The Copper Kettle Inn was built by Tom Mallory."
+    )
+    founded = attributor.attribute(
+        "Who founded the Lantern Bakery?",
+        answered("The Lantern Bakery was founded by Mara Quell [1].", [bakery]),
+    )
+    assert (founded.attribution, founded.text) == (
+        "model", "The Lantern Bakery was founded by Mara Quell [1]."
+    )  # fmt: skip
+    # The builder is a person, but not the owner: no synonym makes "built" say "owns".
+    owner = attributor.attribute(
+        "Who owns the Copper Kettle Inn?",
+        answered("Tom Mallory owns the Copper Kettle Inn [1].", [inn]),
+    )
+    assert owner.abstained and not owner.citations
+    assert answers_the_question("Who founded the Lantern Bakery?", bakery.text)
+    assert not answers_the_question("Who owns the Copper Kettle Inn?", inn.text)
 
 
 def test_wrong_numbers_and_names_are_unsupported_however_similar_the_sentences(minilm):
@@ -179,7 +207,14 @@ def test_the_citation_format_constrains_to_one_cited_sentence():
     form = CitationFormat(3)
     for good in ("The door is blue [1].", "The door is blue. [1][3].", "Yes, it has 4 arches [2]."):
         assert re.fullmatch(form.regex(), good), good
-    for bad in ("The door is blue.", "The door is blue [4].", "Blue. Red [1].", "Blue [1]"):
+    bad_ones = (
+        "The door is blue.",
+        "The door is blue [4].",
+        "Blue. Red [1].",
+        "Blue [1]",
+        "The [1].",
+    )
+    for bad in bad_ones:
         assert not re.fullmatch(form.regex(), bad), bad
     from llama_cpp import LlamaGrammar
 
