@@ -87,7 +87,10 @@ class Settings(BaseSettings):
         "keep such an answer, uncited",
     )
     guided_citations: bool = Field(
-        True, description="constrain decoding to a cited sentence where the engine can"
+        False,
+        description="constrain decoding to a cited sentence where the engine can (llama.cpp "
+        "grammar, vLLM guided decoding); off by default: with SmolLM2-135M on 2 CPU cores it "
+        "cost Acc and doubled answer time (docs/BENCHMARKS.md)",
     )
     max_sources_limit: int = Field(
         8, ge=1, description="largest max_sources a client may ask for per request"
