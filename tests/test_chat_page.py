@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, running_mmrag_server
+from tests.helpers import REPO, running_mmrag_server, sign_jpeg
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Without the background-networking flags Chromium keeps calling home on a closed network.
@@ -162,6 +162,33 @@ def test_answer_streams_then_shows_citations_and_sources(open_page, tmp_path: Pa
     assert shot.stat().st_size > 10_000
     if os.environ.get("MMRAG_SAVE_SCREENSHOT") == "1":
         shutil.copyfile(shot, REPO / "docs" / "chat-page.png")
+
+
+def test_a_photo_of_your_own_is_source_1_and_cards_show_the_text_read(open_page, tmp_path):
+    photo = tmp_path / "sign.jpg"
+    photo.write_bytes(sign_jpeg("DOUBLE PARKING", "PROHIBITED", "AT ALL TIMES", size=(420, 180)))
+    page = open_page()
+    assert "text read in" in page.text_content("#status")  # the sample index has OCR text
+    page.set_input_files("#image", str(photo))
+    assert page.is_visible("#attached") and "sign.jpg" in page.inner_text("#attached")
+    answer = ask(page, "What does the sign say about parking?")
+    assert answer.get_attribute("data-state") == "done", answer.inner_text()
+    first = answer.locator(".card").first
+    assert first.locator(".source-id").inner_text().startswith("upload-")
+    assert first.locator(".card-ocr q").inner_text() == "DOUBLE PARKING PROHIBITED AT ALL TIMES"
+    for img in (first.locator("img.thumb"), page.locator(".question img.question-photo").last):
+        assert img.get_attribute("src").startswith("blob:")  # the local copy, never re-sent
+        page.wait_for_function("(i) => i.complete && i.naturalWidth > 0", arg=img.element_handle())
+    assert "prohibited" in answer.locator(".answer-text").inner_text().lower()
+    # The photo goes with one question only.
+    assert page.input_value("#image") == "" and not page.is_visible("#attached")
+
+    # A sample sign found by its text shows that text on its card.
+    found = ask(page, "On which street is the sign saying double parking is prohibited?")
+    assert found.get_attribute("data-state") == "done", found.inner_text()
+    assert "Mill Lane" in found.locator(".answer-text").inner_text()
+    card = found.locator(".card", has=page.locator(".card-ocr"))
+    assert "DOUBLE PARKING PROHIBITED" in card.first.locator(".card-ocr").inner_text()
 
 
 def test_a_declined_answer_looks_unlike_an_answer_and_cites_nothing(open_page):

@@ -9,6 +9,10 @@ const input = document.getElementById("question");
 const send = document.getElementById("send");
 const modality = document.getElementById("modality");
 const statusLine = document.getElementById("status");
+const imageInput = document.getElementById("image");
+const attached = document.getElementById("attached");
+const attachedName = document.getElementById("attached-name");
+const uploads = new Map(); // turn -> object URL of the photo asked about, shown on its cards
 const announcer = document.getElementById("announcer");
 
 const MARKERS = /\[(\d{1,2}(?:\s*,\s*\d{1,2})*)\]/g;
@@ -52,9 +56,10 @@ async function loadHealth() {
     const health = await response.json();
     const images =
       health.image_vectors === "clip" ? "images by CLIP vectors" : "images via their captions";
+    const ocr = health.ocr ? ` · text read in ${health.ocr.images_with_text} images` : "";
     const retrievers = (health.retrievers || []).join(" + ") || "no retrievers";
     statusLine.textContent =
-      `${Number(health.sources).toLocaleString()} sources · ${retrievers} · ${images}`;
+      `${Number(health.sources).toLocaleString()} sources · ${retrievers} · ${images}${ocr}`;
     statusLine.title = `fusion: ${health.fusion}; image vectors: ${health.image_vectors}`;
     statusLine.dataset.state = health.status === "ok" ? "ok" : "down";
   } catch (error) {
@@ -118,9 +123,15 @@ function errorDetail(body, status) {
 
 // ---- conversation bubbles ---------------------------------------------------------------------
 
-function addQuestion(text) {
+function addQuestion(text, photo) {
   const bubble = el("article", "turn question");
   bubble.setAttribute("aria-label", "Your question");
+  if (photo) {
+    const img = el("img", "question-photo");
+    img.alt = "Your photo";
+    img.src = photo;
+    bubble.append(img);
+  }
   bubble.append(el("p", "bubble-text", text));
   log.append(bubble);
   return bubble;
@@ -202,7 +213,8 @@ function sourceCard(source, number, cited, turn, box) {
   if (!cited) card.classList.add("uncited");
   const title = source.title || source.source_id;
 
-  const imageUrl = source.image_url ? safeUrl(source.image_url) : null;
+  // An uploaded photo has no route on the service: its card shows the local copy.
+  const imageUrl = source.image_url ? safeUrl(source.image_url) : uploads.get(turn) ?? null;
   if (imageUrl) {
     const img = el("img", "thumb");
     img.loading = "lazy";
@@ -221,6 +233,11 @@ function sourceCard(source, number, cited, turn, box) {
   heading.append(el("span", "card-number", number), document.createTextNode(title));
   body.append(heading);
   if (source.text) body.append(el("p", "card-text", source.text));
+  if (source.ocr_text) {
+    const read = el("p", "card-ocr");
+    read.append(el("span", "card-ocr-label", "Text in the image: "), el("q", null, source.ocr_text));
+    body.append(read);
+  }
 
   const meta = el("p", "card-meta");
   meta.append(el("span", "modality", source.modality), el("span", "source-id", source.source_id));
@@ -334,20 +351,36 @@ function renderAnswer(bubble, result, turn) {
 
 // ---- asking -----------------------------------------------------------------------------------
 
-async function ask(question) {
-  const turn = ++turns;
-  document.getElementById("welcome")?.remove();
-  addQuestion(question);
-  const bubble = addAnswer();
-  keepInView(true);
-
-  let response;
-  try {
-    response = await fetch("/v1/answer", {
+function answerRequest(question, photo) {
+  // A photo goes as a multipart form (the browser sets its boundary); a question alone as JSON.
+  if (!photo) {
+    return {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
       body: JSON.stringify({ question, modality: modality.value, stream: true }),
-    });
+    };
+  }
+  const form = new FormData();
+  form.append("question", question);
+  form.append("modality", modality.value);
+  form.append("stream", "true");
+  form.append("image", photo);
+  return { method: "POST", headers: { Accept: "text/event-stream" }, body: form };
+}
+
+async function ask(question) {
+  const turn = ++turns;
+  const photo = imageInput.files[0] || null;
+  if (photo) uploads.set(turn, URL.createObjectURL(photo));
+  document.getElementById("welcome")?.remove();
+  addQuestion(question, uploads.get(turn));
+  const bubble = addAnswer();
+  keepInView(true);
+  detach();
+
+  let response;
+  try {
+    response = await fetch("/v1/answer", answerRequest(question, photo));
   } catch (error) {
     showError(bubble, `Could not reach the service: ${error.message}. Is it running?`);
     return false;
@@ -386,10 +419,27 @@ async function ask(question) {
   return bubble.dataset.state !== "error";
 }
 
+function detach() {
+  imageInput.value = "";
+  attached.hidden = true;
+}
+
+imageInput.addEventListener("change", () => {
+  const photo = imageInput.files[0];
+  attached.hidden = !photo;
+  attachedName.textContent = photo ? photo.name : "";
+  input.focus();
+});
+document.getElementById("detach").addEventListener("click", () => {
+  detach();
+  input.focus();
+});
+
 function setBusy(busy) {
   input.disabled = busy;
   send.disabled = busy;
   modality.disabled = busy;
+  imageInput.disabled = busy;
   form.setAttribute("aria-busy", String(busy));
 }
 
