@@ -6,7 +6,7 @@ and saved as JPEG. Each image holds two to four pieces of text and each question
 of them by its role ("What is the phone number?"), so an answer must be picked out of the text
 read, as in ST-VQA, where most answers are copied from the scene. Fully determined by --seed.
 
-Usage: python bench/scene_text.py --out DIR [--images 60] [--seed 0]
+Usage: python -m bench.scene_text --out DIR [--images 60] [--seed 0]
 writes DIR/ST-VQA_synthetic.json ({"data": [...]}) and DIR/images/*.jpg.
 """
 

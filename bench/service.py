@@ -1,6 +1,6 @@
 """Load on the running service, loopback only: throughput and latency at concurrency 1/8/32.
 
-    python bench/service.py --out docs/bench/service.json
+    python -m bench.service --out docs/bench/service.json
 
 Starts `mmrag serve` on the sample index (built and calibrated under var/bench if missing) with
 the embedded models, then for /v1/search and /v1/answer at each concurrency sends a bounded

@@ -4,7 +4,7 @@ Draws the procedural scene-text set (bench/scene_text.py), OCRs it once (a share
 runs `mmrag eval run stvqa` with each `--answer` mode and scores each submission with
 `mmrag eval score stvqa`. The figures are in docs/BENCHMARKS.md.
 
-Usage: python bench/stvqa.py --work DIR [--images 60] [--out docs/bench/stvqa-answer-modes.json]
+Usage: python -m bench.stvqa --work DIR [--images 60] [--out docs/bench/stvqa-answer-modes.json]
 """
 
 from __future__ import annotations

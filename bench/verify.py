@@ -1,6 +1,6 @@
 """What checking every index file at load costs: digest speed, and `Collection` load time.
 
-    python bench/verify.py --n 300000 --dim 512 --out docs/bench/verify.json
+    python -m bench.verify --n 300000 --dim 512 --out docs/bench/verify.json
 
 Builds a synthetic index of about 1 GB (the bench/synthetic.py corpus, BM25, and exact dense
 vectors for both modalities from a random encoder of `--dim` dimensions), then reports:

@@ -170,7 +170,7 @@ class DenseIndex:
         return cls(index, np.asarray(rows, dtype=np.int64), info, params)
 
     def __len__(self) -> int:
-        return int(self.index.ntotal)
+        return len(self.rows)  # one per vector, whichever searcher holds them
 
     def scores_of(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Exact inner products of one query with the vectors of given store rows.
