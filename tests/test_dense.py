@@ -85,3 +85,16 @@ def test_torch_exact_search_agrees_with_faiss_flat(tmp_path):
     # Vectors were saved as float16, so scores agree to float16 precision.
     np.testing.assert_allclose(torch_scores, faiss_scores, atol=2e-3)
     assert np.mean(torch_rows == faiss_rows) > 0.97
+
+
+def test_built_vectors_belong_to_their_rows_though_encoded_by_length(hybrid_index, minilm):
+    """The build encodes texts shortest first: each saved vector must still be its row's own."""
+    from mmrag.indexes.collection import Collection
+
+    collection = Collection(hybrid_index)
+    for name in ("text-text", "text-image"):
+        index = collection.dense(name)
+        texts = [collection.store.get(int(row)).search_text for row in index.rows]
+        assert len({len(t) for t in texts}) > 1  # lengths differ, so the order did change
+        saved = np.asarray(index.saved_vectors(), dtype=np.float32)
+        np.testing.assert_allclose(saved, minilm.encode_texts(texts), atol=2e-3)  # float16 on disk
