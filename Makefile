@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 		--no-cache-dir --no-deps -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
 	$(BIN)/python -m pip install -q --no-deps \
 		$(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
-	$(BIN)/python -m pip install -q -c requirements/constraints.txt -e '.[ml,eval,dev]'
+	$(BIN)/python -m pip install -q -c requirements/constraints.txt -e '.[ml,eval,dev,ray]'
 	# rapidocr pulls opencv-python, whose cv2 links X11/GL libraries a server may lack: the
 	# headless build of the same version replaces its files.
 	$(BIN)/python -m pip install -q -c requirements/constraints.txt --no-deps --force-reinstall \

@@ -22,11 +22,12 @@ from mmrag.indexes.bm25 import BM25_DIR, OCR_BM25_DIR, BM25Index, BM25Params
 from mmrag.indexes.corpus import CorpusStats, read_corpus
 from mmrag.indexes.corpus.reader import corpus_format
 from mmrag.indexes.dense import DENSE_DIR, DenseIndex
-from mmrag.indexes.dense_build import Progress, build_dense
+from mmrag.indexes.dense_build import build_dense
 from mmrag.indexes.encoders.base import TextEncoder
 from mmrag.indexes.encoders.clip import ClipEncoder
 from mmrag.indexes.errors import CorpusError, IndexFormatError, InputError
-from mmrag.indexes.images import DirectoryImageStore, ImageStore, WebQAImageStore
+from mmrag.indexes.executor import BuildExecutor, LocalExecutor, Progress, no_progress
+from mmrag.indexes.images import ImageStore, open_image_store
 from mmrag.indexes.manifest import (
     check_index_files,
     describe_files,
@@ -37,6 +38,8 @@ from mmrag.indexes.manifest import (
 from mmrag.indexes.ocr.build import OcrOptions, build_ocr
 from mmrag.indexes.sources import Modality, Source
 from mmrag.indexes.store import STORE_DIR, SourceStore, SourceStoreWriter
+
+CAPTIONS_ONLY = "none: no CLIP checkpoint configured, images are reached through their captions"
 
 
 def mmrag_version() -> str:
@@ -140,19 +143,22 @@ def build_index(
     clip: ClipEncoder | None = None,
     dense_factory: str = "auto",
     progress: Callable[[Iterator[Source]], Iterator[Source]] = lambda it: it,
-    encode_progress: Progress = lambda items, label, total: items,
+    encode_progress: Progress = no_progress,
     ocr: OcrOptions | None = None,
-    ocr_progress: Progress = lambda items, label, total: items,
+    ocr_progress: Progress = no_progress,
     force: bool = False,
+    executor: BuildExecutor | None = None,
 ) -> BuildReport:
     """Build in a temp directory, then swap it into place: a crash never leaves half an index.
 
     Every image is probed as its source streams past (see `indexes.images`); one that is
     missing or corrupt is counted, not fatal, and CLIP's and OCR's decode failures join the
     count. With `ocr`, the text in every image is read (`indexes.ocr.build`) after the corpus
-    pass, through a cache beside the index that lets a killed build resume.
+    pass, through a cache beside the index that lets a killed build resume. The vectors and
+    the OCR are computed by `executor` (here by default; `RayExecutor` for a cluster).
     """
     started = time.perf_counter()
+    executor = executor or LocalExecutor()
     image_path = Path(images) if images else None
     corpora, out, image_config = check_build_inputs(corpora, out, image_path, force=force)
     stats = CorpusStats()
@@ -163,7 +169,7 @@ def build_index(
 
     with atomic_directory(out, before_swap=recheck) as tmp:
         writer = SourceStoreWriter(tmp)
-        image_store = _open_images(tmp, image_config)
+        image_store = open_image_store(tmp, image_config)
 
         def texts() -> Iterator[str]:
             for source in progress(read_corpus(corpora, stats)):
@@ -185,7 +191,13 @@ def build_index(
             if image_store is None:
                 raise CorpusError("OCR reads the images: pass --images (or a JSONL corpus)")
             ocr_entries, failed = build_ocr(
-                tmp, SourceStore(tmp), image_store, ocr, index.params, progress=ocr_progress
+                tmp,
+                SourceStore(tmp),
+                image_store,
+                ocr,
+                index.params,
+                executor,
+                progress=ocr_progress,
             )
             unreadable.update(failed)
         dense = build_dense(
@@ -196,6 +208,7 @@ def build_index(
             images=image_store,
             factory=dense_factory,
             progress=encode_progress,
+            executor=executor,
             unreadable=unreadable,
         )
         write_manifest(
@@ -274,7 +287,7 @@ class Collection:
     def images(self) -> ImageStore | None:
         """Opened on first use: search never needs image bytes, only serving and encoding do."""
         if self._images is None:
-            self._images = _open_images(self.root, self.manifest.get("images"))
+            self._images = open_image_store(self.root, self.manifest.get("images"))
         return self._images
 
     def dense(self, name: str, device: str | None = None) -> DenseIndex:
@@ -297,15 +310,11 @@ class Collection:
         return "clip-image" in self.dense_components
 
     @property
+    def image_vectors(self) -> str:
+        """How images are searched, as `index stats` and /healthz say it."""
+        return "clip" if self.has_clip else CAPTIONS_ONLY
+
+    @property
     def ocr(self) -> dict[str, Any] | None:
         """The build's OCR summary (images read, with text, lines kept), or None without."""
         return self.manifest.get("ocr")
-
-
-def _open_images(root: Path, config: dict[str, Any] | None) -> ImageStore | None:
-    if not config:
-        return None
-    path = (root / config["path"]).resolve()
-    if config["kind"] == "webqa_tsv":
-        return WebQAImageStore(path)
-    return DirectoryImageStore(path)

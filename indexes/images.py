@@ -19,7 +19,7 @@ import binascii
 import io
 import threading
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from PIL import Image, ImageFile
@@ -127,6 +127,10 @@ class WebQAImageStore:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its paths: a Ray worker opens a handle of its own on its node."""
+        return type(self), (self.tsv_path, self.lineidx_path)
+
     def _payload(self, image_ref: str, limit: int = -1) -> tuple[int, bytes]:
         """(image id, base64 payload) of the image's row, or its first `limit` bytes."""
         try:
@@ -172,6 +176,9 @@ class DirectoryImageStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
 
+    def __reduce__(self) -> tuple:
+        return type(self), (self.root,)
+
     def _path(self, image_ref: str) -> Path:
         path = (self.root / image_ref).resolve()
         if not path.is_relative_to(self.root) or not path.is_file():
@@ -185,3 +192,14 @@ class DirectoryImageStore:
         """The file exists and starts with an image signature."""
         with self._path(image_ref).open("rb") as handle:
             _check_signature(handle.read(16), f"image {image_ref!r} in {self.root}")
+
+
+def open_image_store(root: Path, config: dict[str, Any] | None) -> ImageStore | None:
+    """The store an index's manifest describes (`images`: kind, and a path relative to the
+    index), or None for an index without images."""
+    if not config:
+        return None
+    path = (root / config["path"]).resolve()
+    if config["kind"] == "webqa_tsv":
+        return WebQAImageStore(path)
+    return DirectoryImageStore(path)

@@ -21,7 +21,7 @@ from mmrag.indexes.images import ImageStore, decode_image
 BLANK = Image.new("RGB", (32, 32))
 
 
-def _load(store: ImageStore, ref: str) -> tuple[Image.Image, bool]:
+def load_or_blank(store: ImageStore, ref: str) -> tuple[Image.Image, bool]:
     """An undecodable image becomes a blank one, flagged, so one bad file never stops a build."""
     try:
         return decode_image(store.read_bytes(ref)), True
@@ -40,7 +40,7 @@ def prefetch_batches(
     """Yield (pixels, ok) per batch: preprocessed pixels and which images decoded."""
 
     def job(start: int) -> tuple[np.ndarray, np.ndarray]:
-        loaded = [_load(store, ref) for ref in refs[start : start + batch_size]]
+        loaded = [load_or_blank(store, ref) for ref in refs[start : start + batch_size]]
         return preprocess([image for image, _ in loaded]), np.array([ok for _, ok in loaded])
 
     starts = iter(range(0, len(refs), batch_size))

@@ -168,7 +168,7 @@ def _round(
             data = load(ref)
         except InputError as exc:
             digests.append(None)
-            _unreadable(stats, ref, str(exc))
+            note_unreadable(stats, ref, str(exc))
             continue
         digest = xxhash.xxh3_128_hexdigest(data)
         digests.append(digest)
@@ -191,12 +191,13 @@ def _round(
         stats.images += 1
         result = None if digest is None else found[digest]
         if isinstance(result, str):
-            _unreadable(stats, ref, result)
+            note_unreadable(stats, ref, result)
             result = None
         yield ref, result
 
 
-def _unreadable(stats: OcrRunStats, ref: str, why: str) -> None:
+def note_unreadable(stats: OcrRunStats, ref: str, why: str) -> None:
+    """Log an image once, with its reference and why, and count it."""
     if ref not in stats.unreadable:
         log.warning("image %s: %s; skipped by OCR", ref, why)
         stats.unreadable[ref] = why

@@ -16,14 +16,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mmrag.indexes.bm25 import OCR_BM25_DIR, BM25Index, BM25Params
 from mmrag.indexes.images import ImageStore
 from mmrag.indexes.manifest import describe_files
-from mmrag.indexes.ocr.batch import BATCH_SIZE, OcrRunStats, Progress, ocr_images
+from mmrag.indexes.ocr.batch import BATCH_SIZE, OcrRunStats, Progress
 from mmrag.indexes.ocr.cache import OcrCache
 from mmrag.indexes.ocr.reader import (
     DEFAULT_MIN_CONFIDENCE,
@@ -33,6 +33,9 @@ from mmrag.indexes.ocr.reader import (
     reader_identity,
 )
 from mmrag.indexes.store import OcrLinesWriter, SourceStore
+
+if TYPE_CHECKING:  # the executors take OcrOptions: a run-time import would be circular
+    from mmrag.indexes.executor import BuildExecutor
 
 # Runs of letters, or of digits: "PLATFORM9" is two terms, as the sign meant.
 OCR_SPLITTER = r"(?u)[^\W\d_]+|\d+"
@@ -60,6 +63,7 @@ def build_ocr(
     images: ImageStore,
     options: OcrOptions,
     bm25: BM25Params,
+    executor: BuildExecutor,
     *,
     progress: Progress = lambda items, label, total: items,
 ) -> tuple[dict[str, Any], dict[str, str]]:
@@ -70,15 +74,7 @@ def build_ocr(
     refs = [store.get(int(row)).image_ref or "" for row in rows]
     identity = reader_identity(options.models)
     stats = OcrRunStats()
-    results = ocr_images(
-        refs,
-        images.read_bytes,
-        OcrCache(options.cache, identity),
-        models=options.models,
-        workers=options.workers,
-        batch_size=options.batch_size,
-        stats=stats,
-    )
+    results = executor.read_text(images, refs, OcrCache(options.cache, identity), options, stats)
     writer = OcrLinesWriter(root, len(store))
     texts: dict[int, str] = {}
     lines_kept = 0

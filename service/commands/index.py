@@ -10,6 +10,8 @@ from pathlib import Path
 
 from mmrag.core.options import setting_flag
 from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
+from mmrag.indexes.executor import EXECUTORS
+from mmrag.indexes.ray_executor import DEFAULT_BATCH_SIZE
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -87,6 +89,30 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="file of the lines read so far, so a killed build resumes without reading those "
         "images again (default: OUT.ocr-cache.jsonl beside --out)",
     )
+    scale = build.add_argument_group("scaling out (Ray)")
+    scale.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="where text vectors, CLIP vectors and OCR are computed: this process, or Ray Data "
+        "actor pools on a Ray cluster (pip install 'mmrag[ray]'); the index is the same",
+    )
+    scale.add_argument(
+        "--ray-address",
+        help="HOST:PORT of a running cluster's head (`ray start --head`); default: a Ray "
+        "instance on this machine. Every node must see the corpus and images at the same path",
+    )
+    scale.add_argument(
+        "--ray-concurrency",
+        type=int,
+        help="actors (one model each) per map (default: one per GPU, or per CPU without GPUs)",
+    )
+    scale.add_argument(
+        "--ray-batch-size",
+        type=int,
+        default=DEFAULT_BATCH_SIZE,
+        help="sources per Ray batch, the unit a stopped build resumes from (default: %(default)s)",
+    )
     build.add_argument(
         "--quiet",
         action="store_true",
@@ -113,6 +139,7 @@ def run_build(args: argparse.Namespace) -> int:
     from mmrag.indexes.encoders.loading import clip_encoder, text_encoder
     from mmrag.indexes.errors import InputError
     from mmrag.indexes.ocr.build import OcrOptions, default_cache
+    from mmrag.indexes.ray_executor import RayExecutor, default_work_folder
 
     if args.clip and args.no_clip:
         raise InputError("--clip and --no-clip contradict each other")
@@ -140,31 +167,53 @@ def run_build(args: argparse.Namespace) -> int:
     def ocr_progress(items, label, total):
         return tqdm(items, desc=label, total=total, unit=" images", **bar)
 
-    embedder = (
-        None if args.text_embedder == "none" else text_encoder(args.text_embedder, args.device)
-    )
-    clip = clip_encoder(args.clip, args.clip_backend, args.device) if args.clip else None
-    report = build_index(
-        args.corpus,
-        args.out,
-        images=args.images,
-        bm25=BM25Params(k1=args.k1, b=args.b, method=args.method),
-        text_embedder=embedder,
-        clip=clip,
-        dense_factory=args.dense_index,
-        progress=progress,
-        encode_progress=encode_progress,
-        ocr=ocr,
-        ocr_progress=ocr_progress,
-        force=args.force,
-    )
+    def build(executor, embedder, clip):
+        return build_index(
+            args.corpus,
+            args.out,
+            images=args.images,
+            bm25=BM25Params(k1=args.k1, b=args.b, method=args.method),
+            text_embedder=embedder,
+            clip=clip,
+            dense_factory=args.dense_index,
+            progress=progress,
+            encode_progress=encode_progress,
+            ocr=ocr,
+            ocr_progress=ocr_progress,
+            force=args.force,
+            executor=executor,
+        )
+
+    embed = args.text_embedder != "none"
+    if args.executor == "ray":
+        cluster = RayExecutor(
+            default_work_folder(Path(args.out)),
+            address=args.ray_address,
+            concurrency=args.ray_concurrency,
+            batch_size=args.ray_batch_size,
+            device=args.device,
+            ocr_progress=encode_progress,
+        )
+        with cluster:
+            report = build(
+                cluster,
+                cluster.text_encoder(args.text_embedder) if embed else None,
+                cluster.clip_encoder(args.clip, args.clip_backend) if args.clip else None,
+            )
+        cluster.discard_work()
+        print(cluster.summary())
+    else:
+        report = build(
+            None,
+            text_encoder(args.text_embedder, args.device) if embed else None,
+            clip_encoder(args.clip, args.clip_backend, args.device) if args.clip else None,
+        )
     print(report.summary())
     return 0
 
 
 def run_stats(args: argparse.Namespace) -> int:
     from mmrag.indexes.collection import Collection
-    from mmrag.service.routes.health import CAPTIONS_ONLY
 
     collection = Collection(args.index)
     manifest = collection.manifest
@@ -178,7 +227,7 @@ def run_stats(args: argparse.Namespace) -> int:
             name: {k: v for k, v in component.items() if k not in ("files", "probe")}
             for name, component in manifest["components"].items()
         },
-        "image_vectors": "clip" if collection.has_clip else CAPTIONS_ONLY,
+        "image_vectors": collection.image_vectors,
         "ocr": collection.ocr,
         "bytes": sum(f["bytes"] for f in manifest["store"]["files"].values())
         + sum(

@@ -1,0 +1,227 @@
+"""Index builds on a real two-node Ray cluster, held against the local build of the same corpus.
+
+The cluster is `ray.cluster_utils.Cluster`: a head and a worker node, each with its own raylet
+and object store and one CPU, so the actor pools span both nodes. Builds go through the real
+CLI (`mmrag index build --executor ray --ray-address ...`) with the packaged MiniLM and PP-OCR.
+Ray runs in its single-machine mode (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0), where every node
+and driver binds 127.0.0.1: these tests send nothing beyond loopback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mmrag.indexes.collection import Collection
+from tests.helpers import (
+    MMRAG,
+    REPO,
+    SAMPLE,
+    SAMPLE_JSON,
+    assert_one_line_error,
+    free_port,
+    run_mmrag,
+)
+
+LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+SAMPLE_INPUTS = ["--corpus", str(SAMPLE_JSON), "--images", str(SAMPLE / "imgs.tsv")]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> str:
+    """The head's address; two nodes of one CPU each."""
+    from ray.cluster_utils import Cluster
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in LOOPBACK_ONLY.items():
+            patch.setenv(name, value)
+        nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        try:
+            nodes.add_node(num_cpus=1)
+            nodes.wait_for_nodes()
+            yield nodes.address
+        finally:
+            nodes.shutdown()
+
+
+@pytest.fixture(scope="module")
+def local_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("local") / "index"
+    result = run_mmrag("index", "build", *SAMPLE_INPUTS, "--out", str(out), "--ocr", "--quiet")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def cluster_build(cluster: str, out: Path, *flags: str) -> list[str]:
+    return [
+        *MMRAG,
+        "index",
+        "build",
+        *SAMPLE_INPUTS,
+        "--out",
+        str(out),
+        "--executor",
+        "ray",
+        "--ray-address",
+        cluster,
+        "--quiet",
+        *flags,
+    ]
+
+
+def run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **LOOPBACK_ONLY, "PYTHONPATH": str(REPO)}
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+
+
+def assert_same_search_results(local: Collection, built: Collection, questions, minilm) -> None:
+    """Same sources, same top-10 of every list for every sample question, vectors within 1e-5."""
+    assert len(built.store) == len(local.store)
+    assert [built.store.get(row) for row in range(len(built.store))] == [
+        local.store.get(row) for row in range(len(local.store))
+    ]
+    assert built.dense_components.keys() == local.dense_components.keys()
+    texts = [question.question for question in questions]
+    query_vectors = minilm.encode_texts(texts)
+    for name in local.dense_components:
+        mine, theirs = built.dense(name), local.dense(name)
+        np.testing.assert_array_equal(mine.rows, theirs.rows)
+        assert (
+            np.abs(
+                mine.index.reconstruct_n(0, len(mine)) - theirs.index.reconstruct_n(0, len(theirs))
+            ).max()
+            < 1e-5
+        )
+        np.testing.assert_array_equal(
+            mine.search(query_vectors, 10)[0], theirs.search(query_vectors, 10)[0]
+        )
+    for text in texts:
+        assert built.bm25.search(text, 10)[0].tolist() == local.bm25.search(text, 10)[0].tolist()
+        if local.ocr_bm25 is not None:
+            assert (
+                built.ocr_bm25.search(text, 10)[0].tolist()
+                == local.ocr_bm25.search(text, 10)[0].tolist()
+            )
+
+
+def test_a_two_node_cluster_builds_the_index_the_local_build_makes(
+    cluster: str, local_index: Path, tmp_path: Path, sample_questions, minilm
+):
+    out = tmp_path / "index"
+    result = run(cluster_build(cluster, out, "--ocr", "--ray-batch-size", "16"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    maps = "ocr, text-image vectors, text-text vectors, text-ocr vectors"
+    assert f"ray: 2 nodes, 2 CPUs, 0 GPUs; {maps} on the cluster" in result.stdout
+    local, built = Collection(local_index), Collection(out)  # every file verified at load
+    assert built.ocr["images_with_text"] == local.ocr["images_with_text"] > 0
+    for row in local.store.rows_with_ocr():
+        assert built.store.ocr_lines(int(row)) == local.store.ocr_lines(int(row))
+    assert_same_search_results(local, built, sample_questions, minilm)
+    assert not (tmp_path / "index.ray-work").exists()  # finished batches go once committed
+
+
+def test_an_interrupted_cluster_build_resumes_from_its_finished_batches(
+    cluster: str, local_index: Path, tmp_path: Path, sample_questions, minilm
+):
+    out, work = tmp_path / "index", tmp_path / "index.ray-work"
+    command = cluster_build(cluster, out, "--ocr", "--ray-batch-size", "4")
+    env = {**os.environ, **LOOPBACK_ONLY, "PYTHONPATH": str(REPO)}
+    build = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    deadline = time.monotonic() + 300
+    while len(list(work.glob("*/part-*.npz"))) < 6:
+        assert build.poll() is None, (
+            f"the build ended before it was stopped: {build.stderr.read()[-2000:]}"
+        )
+        assert time.monotonic() < deadline, "no batch finished within 300 s"
+        time.sleep(0.02)
+    build.send_signal(signal.SIGKILL)
+    build.wait(30)
+    finished = len(list(work.glob("*/part-*.npz")))
+    assert not out.exists()  # nothing half-written where the index goes
+
+    result = run(command)
+    assert result.returncode == 0, result.stderr[-3000:]
+    reused = re.search(r"(\d+) of (\d+) items taken from an interrupted build", result.stdout)
+    assert reused, result.stdout
+    assert int(reused.group(1)) >= 4 * finished - 3  # every finished batch, the last maybe short
+    assert_same_search_results(Collection(local_index), Collection(out), sample_questions, minilm)
+    assert not work.exists()
+
+
+def test_an_unreachable_cluster_is_one_line_at_once(tmp_path: Path):
+    address = f"127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    result = run_mmrag(
+        "index",
+        "build",
+        *SAMPLE_INPUTS,
+        "--out",
+        str(tmp_path / "i"),
+        "--executor",
+        "ray",
+        "--ray-address",
+        address,
+    )
+    assert_one_line_error(result, "cannot reach the Ray cluster at", address)
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "i").exists()
+
+
+def test_asking_for_gpus_a_cluster_lacks_is_one_line(cluster: str, tmp_path: Path):
+    result = run(cluster_build(cluster, tmp_path / "i", "--device", "cuda"))
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in result.stderr
+    assert "--device cuda: the Ray cluster has no GPU (2 nodes, 2 CPUs)" in last, result.stderr
+    assert not (tmp_path / "i").exists()
+
+
+@pytest.mark.slow
+def test_a_worker_node_that_dies_mid_build_loses_nothing(
+    local_index: Path, tmp_path: Path, sample_questions, minilm
+):
+    """A cluster of its own, since a node goes: the pool goes on with the actors left."""
+    from ray.cluster_utils import Cluster
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in LOOPBACK_ONLY.items():
+            patch.setenv(name, value)
+        nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        try:
+            worker = nodes.add_node(num_cpus=1)
+            nodes.wait_for_nodes()
+            out, work = tmp_path / "index", tmp_path / "index.ray-work"
+            command = cluster_build(nodes.address, out, "--ray-batch-size", "4")
+            env = {**os.environ, "PYTHONPATH": str(REPO)}
+            build = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            )
+            deadline = time.monotonic() + 300
+            while len(list(work.glob("*/part-*.npz"))) < 4:
+                assert build.poll() is None, "the build ended before the node was removed"
+                assert time.monotonic() < deadline, "no batch finished within 300 s"
+                time.sleep(0.02)
+            nodes.remove_node(worker, allow_graceful=False)
+            stdout, stderr = build.communicate(timeout=300)
+        finally:
+            nodes.shutdown()
+    assert build.returncode == 0, stderr[-3000:]
+    assert "indexed 339 sources" in stdout
+    built, local = Collection(out), Collection(local_index)
+    queries = minilm.encode_texts([question.question for question in sample_questions])
+    for name in ("text-image", "text-text"):
+        mine, theirs = built.dense(name), local.dense(name)
+        difference = mine.index.reconstruct_n(0, len(mine)) - theirs.index.reconstruct_n(
+            0, len(theirs)
+        )
+        assert np.abs(difference).max() < 1e-5
+        np.testing.assert_array_equal(mine.search(queries, 10)[0], theirs.search(queries, 10)[0])
