@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
@@ -12,11 +14,10 @@ from mmrag.service.schemas import Health, OcrStatus, Readiness
 
 router = APIRouter()
 
-CAPTIONS_ONLY = "none: no CLIP checkpoint configured, images are reached through their captions"
 
-
-def describe_images(retriever: HybridRetriever) -> str:
-    return "clip" if retriever.collection.has_clip else CAPTIONS_ONLY
+def public_model_name(model: str) -> str:
+    """A local model file by its name: the service's file system is nobody's business."""
+    return Path(model).name if Path(model).exists() else model
 
 
 def describe_ocr(collection: Collection) -> OcrStatus | None:
@@ -35,7 +36,7 @@ async def healthz(request: Request) -> Health:
         sources=len(retriever.collection.store),
         retrievers=retriever.retrievers,
         fusion=retriever.fusion,
-        image_vectors=describe_images(retriever),
+        image_vectors=retriever.collection.image_vectors,
         ocr=describe_ocr(retriever.collection),
     )
 
@@ -53,10 +54,10 @@ async def readyz(request: Request):
         sources=len(pipeline.retriever.collection.store),
         retrievers=pipeline.retriever.retrievers,
         fusion=pipeline.retriever.fusion,
-        image_vectors=describe_images(pipeline.retriever),
+        image_vectors=pipeline.retriever.collection.image_vectors,
         reranker=scorer.name if scorer else "calibrated retrieval scores",
         engine=engine.info.name,
-        model=engine.info.model,
+        model=public_model_name(engine.info.model),
         engine_reachable=reachable,
     )
     return JSONResponse(body.model_dump(), status_code=200 if reachable else 503)
