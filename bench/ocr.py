@@ -167,9 +167,7 @@ def ocr_throughput(photos: list[Path], questions: dict[str, list[dict]]) -> dict
         stats = OcrRunStats()
         load_average = load_now()
         started = time.perf_counter()
-        found = list(
-            ocr_images(refs, load, OcrCache(None, identity), workers=workers, stats=stats)
-        )
+        found = list(ocr_images(refs, load, OcrCache(None, identity), workers=workers, stats=stats))
         seconds = time.perf_counter() - started
         figures = {
             "workers": workers,
