@@ -34,7 +34,7 @@ from mmrag.indexes.encoders.base import EncoderInfo
 from mmrag.indexes.encoders.loading import clip_encoder, text_encoder
 from mmrag.indexes.encoders.prefetch import load_or_blank
 from mmrag.indexes.errors import InputError
-from mmrag.indexes.executor import Progress, no_progress
+from mmrag.indexes.executor import RAY_BATCH_SIZE, Progress, no_progress
 from mmrag.indexes.images import MAX_IMAGE_PIXELS, ImageStore
 from mmrag.indexes.ocr.batch import OcrRunStats, note_unreadable, read_one
 from mmrag.indexes.ocr.build import OcrOptions
@@ -42,7 +42,6 @@ from mmrag.indexes.ocr.cache import OcrCache
 from mmrag.indexes.ocr.reader import OcrModels, OcrReader, reader_identity
 from mmrag.indexes.sources import OcrLine
 
-DEFAULT_BATCH_SIZE = 64  # sources per Ray batch: the unit of work, and of resuming
 WORK_MARKER = ".mmrag-ray-work"  # only a folder holding it is ever deleted as ours
 CONNECT_TIMEOUT_S = 5.0
 
@@ -184,25 +183,26 @@ class FinishedBatches:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def load(self) -> dict[str, np.ndarray] | None:
+    def load(self) -> list[dict[str, np.ndarray]]:
         parts = sorted(self.folder.glob("part-*.npz")) if self.folder.is_dir() else []
-        if not parts:
-            return None
         loaded = []
         for part in parts:
             with np.load(part) as arrays:
                 loaded.append({name: arrays[name] for name in arrays.files})
-        return {name: np.concatenate([part[name] for part in loaded]) for name in loaded[0]}
+        return loaded
 
-    def save(self, batch: dict[str, np.ndarray]) -> None:
+    def save(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Write one batch; return it as written (Ray hands strings back as object arrays,
+        which only pickle could load, so they are stored as text)."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        plain = {name: _plain(values) for name, values in batch.items()}
         buffer = io.BytesIO()
-        # Ray hands strings back as object arrays, which only pickle could load: store text.
-        np.savez(buffer, **{name: _plain(values) for name, values in batch.items()})
-        first = int(batch["pos"][0])
+        np.savez(buffer, **plain)
+        first = int(plain["pos"][0])
         atomic_write_bytes(
-            self.folder / f"part-{first:010d}-{len(batch['pos'])}.npz", buffer.getvalue()
+            self.folder / f"part-{first:010d}-{len(plain['pos'])}.npz", buffer.getvalue()
         )
+        return plain
 
 
 def _plain(values: np.ndarray) -> np.ndarray:
@@ -239,7 +239,7 @@ class RayExecutor:
         *,
         address: str | None = None,
         concurrency: int | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int = RAY_BATCH_SIZE,
         device: str | None = None,
         max_pixels: int = MAX_IMAGE_PIXELS,
         ocr_progress: Progress = no_progress,
@@ -390,7 +390,10 @@ class RayExecutor:
                     continue
                 lines = [OcrLine.from_dict(line) for line in json.loads(results["lines"][row])]
                 cache.add(str(results["digest"][row]), lines)
-                stats.read += 1
+                if results["reused"][row]:
+                    stats.cached += 1
+                else:
+                    stats.read += 1
                 yield ref, lines
         finally:
             cache.close()
@@ -409,13 +412,14 @@ class RayExecutor:
         """Run `actor` over the rows not finished before; return every row's results.
 
         `columns` holds the inputs in the order they are sent, `positions` their place in the
-        caller's order (the "pos" of each result)."""
+        caller's order (the "pos" of each result); "reused" marks the results an earlier run
+        finished."""
         ray = _ray()
         name = label.replace(" ", "-")
         finished = FinishedBatches(self.work / f"{name}-{fingerprint}")
         self._mark_work()
-        done = finished.load()
-        done_positions = set() if done is None else set(done["pos"].tolist())
+        parts = [{**part, "reused": np.ones(len(part["pos"]), bool)} for part in finished.load()]
+        done_positions = {position for part in parts for position in part["pos"].tolist()}
         pending = [i for i, position in enumerate(positions) if position not in done_positions]
         self.stats.reused += len(positions) - len(pending)
         self.stats.computed += len(pending)
@@ -439,9 +443,12 @@ class RayExecutor:
             batches = dataset.iter_batches(batch_size=None, batch_format="numpy")
             total = -(-len(pending) // self.batch_size)
             for batch in progress(batches, f"{label} (ray)", total):
-                finished.save(batch)
-        results = finished.load()
-        assert results is not None and len(results["pos"]) >= len(positions)
+                written = finished.save(batch)
+                parts.append({**written, "reused": np.zeros(len(written["pos"]), bool)})
+        if not parts:  # nothing to map (a corpus without images has no image vectors)
+            return {"pos": np.empty(0, np.int64), "reused": np.empty(0, bool)}
+        results = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+        assert len(results["pos"]) >= len(positions)
         return results
 
     def _mark_work(self) -> None:

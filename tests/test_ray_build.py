@@ -9,6 +9,7 @@ and driver binds 127.0.0.1: these tests send nothing beyond loopback.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -76,9 +77,18 @@ def cluster_build(cluster: str, out: Path, *flags: str) -> list[str]:
     ]
 
 
+def build_env() -> dict[str, str]:
+    return {**os.environ, **LOOPBACK_ONLY, "PYTHONPATH": str(REPO)}
+
+
 def run(command: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **LOOPBACK_ONLY, "PYTHONPATH": str(REPO)}
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run(command, capture_output=True, text=True, env=build_env(), timeout=600)
+
+
+def start(command: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=build_env()
+    )
 
 
 def assert_same_search_results(local: Collection, built: Collection, questions, minilm) -> None:
@@ -132,10 +142,7 @@ def test_an_interrupted_cluster_build_resumes_from_its_finished_batches(
 ):
     out, work = tmp_path / "index", tmp_path / "index.ray-work"
     command = cluster_build(cluster, out, "--ocr", "--ray-batch-size", "4")
-    env = {**os.environ, **LOOPBACK_ONLY, "PYTHONPATH": str(REPO)}
-    build = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
+    build = start(command)
     deadline = time.monotonic() + 300
     while len(list(work.glob("*/part-*.npz"))) < 6:
         assert build.poll() is None, (
@@ -153,8 +160,48 @@ def test_an_interrupted_cluster_build_resumes_from_its_finished_batches(
     reused = re.search(r"(\d+) of (\d+) items taken from an interrupted build", result.stdout)
     assert reused, result.stdout
     assert int(reused.group(1)) >= 4 * finished - 3  # every finished batch, the last maybe short
-    assert_same_search_results(Collection(local_index), Collection(out), sample_questions, minilm)
+    built = Collection(out)
+    # The OCR map runs first: its finished batches count as cached, not as read again.
+    assert built.ocr["cached"] > 0
+    assert built.ocr["cached"] + built.ocr["read"] + built.ocr["unreadable"] == built.ocr["images"]
+    assert_same_search_results(Collection(local_index), built, sample_questions, minilm)
     assert not work.exists()
+
+
+def test_a_corpus_without_images_builds_on_the_cluster_as_it_does_here(
+    cluster: str, tmp_path: Path
+):
+    """A map with nothing to map (no image captions to embed) is an empty list, not an error."""
+    corpus = tmp_path / "snippets.jsonl"
+    snippets = [f"snippet {n} about the harbour inn and its {n} doors" for n in range(40)]
+    corpus.write_text(
+        "".join(
+            json.dumps({"id": f"t{n}", "modality": "text", "title": f"Snippet {n}", "text": text})
+            + "\n"
+            for n, text in enumerate(snippets)
+        )
+    )
+    inputs = ["index", "build", "--corpus", str(corpus), "--quiet"]
+    local = run_mmrag(*inputs, "--out", str(tmp_path / "local"))
+    assert local.returncode == 0, local.stderr
+    on_cluster = run(
+        [
+            *MMRAG,
+            *inputs,
+            "--out",
+            str(tmp_path / "ray"),
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster,
+        ]
+    )
+    assert on_cluster.returncode == 0, on_cluster.stderr[-3000:]
+    mine, theirs = Collection(tmp_path / "ray"), Collection(tmp_path / "local")
+    assert len(mine.dense("text-image")) == len(theirs.dense("text-image")) == 0
+    text, local_text = mine.dense("text-text"), theirs.dense("text-text")
+    difference = text.index.reconstruct_n(0, 40) - local_text.index.reconstruct_n(0, 40)
+    assert np.abs(difference).max() < 1e-5
 
 
 def test_an_unreachable_cluster_is_one_line_at_once(tmp_path: Path):
@@ -201,10 +248,7 @@ def test_a_worker_node_that_dies_mid_build_loses_nothing(
             nodes.wait_for_nodes()
             out, work = tmp_path / "index", tmp_path / "index.ray-work"
             command = cluster_build(nodes.address, out, "--ray-batch-size", "4")
-            env = {**os.environ, "PYTHONPATH": str(REPO)}
-            build = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-            )
+            build = start(command)
             deadline = time.monotonic() + 300
             while len(list(work.glob("*/part-*.npz"))) < 4:
                 assert build.poll() is None, "the build ended before the node was removed"

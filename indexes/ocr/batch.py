@@ -17,7 +17,7 @@ import logging
 import multiprocessing
 import signal
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,7 +33,6 @@ from mmrag.indexes.sources import OcrLine
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 8  # images per worker and round
-Progress = Callable[[Iterable, str, int], Iterable]
 
 _READER: OcrReader | None = None  # one per worker process
 

@@ -16,14 +16,15 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from mmrag.indexes.bm25 import OCR_BM25_DIR, BM25Index, BM25Params
+from mmrag.indexes.executor import BuildExecutor, Progress, no_progress
 from mmrag.indexes.images import ImageStore
 from mmrag.indexes.manifest import describe_files
-from mmrag.indexes.ocr.batch import BATCH_SIZE, OcrRunStats, Progress
+from mmrag.indexes.ocr.batch import BATCH_SIZE, OcrRunStats
 from mmrag.indexes.ocr.cache import OcrCache
 from mmrag.indexes.ocr.reader import (
     DEFAULT_MIN_CONFIDENCE,
@@ -33,9 +34,6 @@ from mmrag.indexes.ocr.reader import (
     reader_identity,
 )
 from mmrag.indexes.store import OcrLinesWriter, SourceStore
-
-if TYPE_CHECKING:  # the executors take OcrOptions: a run-time import would be circular
-    from mmrag.indexes.executor import BuildExecutor
 
 # Runs of letters, or of digits: "PLATFORM9" is two terms, as the sign meant.
 OCR_SPLITTER = r"(?u)[^\W\d_]+|\d+"
@@ -65,7 +63,7 @@ def build_ocr(
     bm25: BM25Params,
     executor: BuildExecutor,
     *,
-    progress: Progress = lambda items, label, total: items,
+    progress: Progress = no_progress,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Write the OCR lines and their BM25 index under `root`; return the manifest entries
     (the "ocr" summary and the "bm25-ocr" component) and the images that could not be read."""

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from mmrag.core.options import setting_flag
 from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
-from mmrag.indexes.executor import EXECUTORS
-from mmrag.indexes.ray_executor import DEFAULT_BATCH_SIZE
+from mmrag.indexes.executor import EXECUTORS, RAY_BATCH_SIZE
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -110,7 +109,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     scale.add_argument(
         "--ray-batch-size",
         type=int,
-        default=DEFAULT_BATCH_SIZE,
+        default=RAY_BATCH_SIZE,
         help="sources per Ray batch, the unit a stopped build resumes from (default: %(default)s)",
     )
     build.add_argument(
