@@ -30,7 +30,7 @@ import numpy as np
 import xxhash
 
 from mmrag.indexes.atomic import atomic_write_bytes
-from mmrag.indexes.encoders.base import EncoderInfo
+from mmrag.indexes.encoders.base import PROBE_TEXT, EncoderInfo
 from mmrag.indexes.encoders.loading import clip_encoder, text_encoder
 from mmrag.indexes.encoders.prefetch import load_or_blank
 from mmrag.indexes.errors import InputError
@@ -89,31 +89,31 @@ class EncoderSpec:
 
 def _describe(spec: EncoderSpec, texts: list[str]) -> tuple[EncoderInfo, np.ndarray]:
     encoder = spec.load()
-    if not texts:
-        return encoder.info, np.empty((0, encoder.info.dim), np.float32)
     return encoder.info, encoder.encode_texts(texts)
 
 
 class RemoteEncoder:
-    """An encoder that lives on the cluster. Its identity and the few texts a manifest needs
-    (the probe) are computed there by one task, so the building machine never loads the
-    model: it may have no GPU, or not the memory for a 7B embedder."""
+    """An encoder that lives on the cluster. Its identity and the probe a manifest embeds are
+    computed there by one task, so the building machine never loads the model: it may have no
+    GPU, or not the memory for a 7B embedder."""
 
     def __init__(self, spec: EncoderSpec, num_gpus: float) -> None:
         self.spec = spec
         self.num_gpus = num_gpus
         self._info: EncoderInfo | None = None
+        self._encoded: dict[tuple[str, ...], np.ndarray] = {}
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
-        ray = _ray()
-        task = ray.remote(num_cpus=1, num_gpus=self.num_gpus)(_describe)
-        self._info, vectors = ray.get(task.remote(self.spec, texts))
-        return vectors
+        key = tuple(texts)
+        if key not in self._encoded:
+            task = _ray().remote(num_cpus=1, num_gpus=self.num_gpus)(_describe)
+            self._info, self._encoded[key] = _ray().get(task.remote(self.spec, list(texts)))
+        return self._encoded[key]
 
     @property
     def info(self) -> EncoderInfo:
         if self._info is None:
-            self.encode_texts([])
+            self.encode_texts([PROBE_TEXT])  # the manifest asks for the probe next
         assert self._info is not None
         return self._info
 
