@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal, NamedTuple, Protocol
 
@@ -31,6 +31,26 @@ from pydantic import AfterValidator
 
 from mmrag.generation.citations import cite_sentence, first_sentence, strip_markers
 from mmrag.generation.errors import GenerationError
+from mmrag.generation.lexicon import (
+    NUMBER_WORDS,
+    STOPWORDS,
+    Terms,
+    attribute,
+    sentences,
+    terms,
+    with_synonyms,
+)
+from mmrag.generation.questions import (
+    Verdict,
+    answers_the_question,
+    asked_attribute,
+    asks_yes_no,
+    gives_what_is_asked,
+    polarity,
+    relation,
+    said_of_subject,
+    yes_no_verdict,
+)
 from mmrag.generation.types import Answer, Citation, SourceLike
 
 DECLINE = "The indexed sources do not answer this question."
@@ -39,140 +59,11 @@ TIE_SIMILARITY = 0.6  # partial term overlap: supported if the sentences are thi
 
 Embed = Callable[[list[str]], np.ndarray]  # texts -> L2-normalised rows (e.g. MiniLM)
 
-# Function words, and words any answer may add without asserting a fact.
-STOPWORDS = frozenset(
-    {
-        "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",
-        "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
-        "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few",
-        "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers",
-        "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its",
-        "itself", "just", "me", "more", "most", "many", "much", "my", "myself", "no", "nor", "not",
-        "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out",
-        "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the",
-        "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those",
-        "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when",
-        "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your",
-        "yours", "yourself", "yourselves", "yes", "one", "ones", "answer", "answers", "source",
-        "sources", "according", "image", "images", "photo", "photos", "picture", "pictures",
-        "shown", "shows", "show", "caption", "text", "called", "named", "known", "located",
-        "there's", "it's",
-    }
-)  # fmt: skip
-# Number words read as numbers: models write "five ducks" for a caption's "Five ducks" and
-# answer "3" for "three red bands". ("one" stays a word: "the red one" counts nothing.)
-NUMBER_WORDS = {
-    "zero": "0", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-    "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13",
-    "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17", "eighteen": "18",
-    "nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred":
-    "100", "thousand": "1000"
-}  # fmt: skip
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
-_NUMBER_WORDS = re.compile(r"^\d")
-# What a question's opening asks for, and what an extracted sentence must then contain.
-_ASKS_NUMBER = re.compile(
-    r"^\s*(how (many|much|tall|long|old|high|far|big|wide|deep|heavy|large)|when|in what year|"
-    r"what year|which year)\b",
-    re.IGNORECASE,
-)
-_ASKS_PLACE = re.compile(r"^\s*where\b", re.IGNORECASE)
-_ASKS_PERSON = re.compile(r"^\s*(who|whom|whose)\b", re.IGNORECASE)
-_TYPED = (_ASKS_NUMBER, _ASKS_PLACE, _ASKS_PERSON)
-# A person named as the doer ("by Hester Sutter", "to designs by ... Piers Corrigan") or as the
-# subject that opens the sentence.
-_PERSON = re.compile(r"\bby (?:[a-z]+ ){0,4}([A-Z][a-z]+ [A-Z][a-z]+)|^([A-Z][a-z]+ [A-Z][a-z]+) ")
-
-
-def _stem():
-    import Stemmer
-
-    return Stemmer.Stemmer("english").stemWord
-
-
-_STEM = _stem()
-# The verbs questions ask about, said in other words by sources ("Who founded the bakery?",
-# "opened by Mara Quell"). Small and explicit: a lexical check cannot know paraphrase, and an
-# embedding would take antonyms ("close", "open") for synonyms. An NLI verifier knows more.
-SAME_RELATION = tuple(
-    frozenset(_STEM(word) for word in group)
-    for group in (
-        ("founded", "established", "opened"),
-        ("built", "constructed", "erected"),
-        ("owns", "owner"),
-        ("born", "birth"),
-        ("died", "death"),
-        ("wrote", "written", "author"),
-    )
-)
-
-
-@dataclass(frozen=True)
-class Terms:
-    """A text's content: stems of its words, its numbers, and its names (capitalised words not
-    at the start of the text); numbers lose their thousands separators ("5,895" = "5895")."""
-
-    words: frozenset[str]
-    numbers: frozenset[str]
-    names: frozenset[str]
-
-    @property
-    def key(self) -> frozenset[str]:
-        """What an answer cannot get wrong: its numbers and names."""
-        return self.numbers | self.names
-
-
-def terms(text: str) -> Terms:
-    words, numbers, names = set(), set(), set()
-    for position, match in enumerate(_TOKEN.finditer(text)):
-        token = match.group()
-        if _NUMBER_WORDS.match(token):
-            number = token.replace(",", "").rstrip(".")
-            numbers.add(number)
-            words.add(number)
-            continue
-        lower = token.lower()
-        if lower in NUMBER_WORDS:
-            numbers.add(NUMBER_WORDS[lower])
-            words.add(NUMBER_WORDS[lower])
-            continue
-        if lower in STOPWORDS:
-            continue
-        stem = _STEM(lower)
-        words.add(stem)
-        if token[0].isupper() and position > 0:
-            names.add(stem)
-    return Terms(frozenset(words), frozenset(numbers), frozenset(names))
-
-
-def with_synonyms(words: frozenset[str]) -> frozenset[str]:
-    """The words, and every other word of a `SAME_RELATION` group one of them is in."""
-    return words.union(*(group for group in SAME_RELATION if group & words))
-
-
-def relation(question: str) -> frozenset[str]:
-    """What a typed question ("who", "when", "how many", "where") asks about its subject: its
-    words after the opening, less names and numbers ("owns", "close", "tickets sold"). The
-    answer type alone (any person, any number) says nothing of it, so an answer must state it
-    and its source must say it: Tomas Mallory who built the inn does not answer "Who owns the
-    inn?", nor "opened in 1983" "When did the cafe close?". Untyped questions have none."""
-    for asks in _TYPED:
-        opening = asks.match(question)
-        if opening:
-            asked = terms(question)
-            rest = terms(question[opening.end() :]).words - terms(opening.group()).words
-            return rest - asked.key
-    return frozenset()
-
 
 def evidence_text(source: SourceLike) -> str:
     """All a source says: its title, its caption or snippet, and any text read in its image."""
     parts = [source.title, source.text, getattr(source, "ocr_text", None) or ""]
-    return ". ".join(part for part in parts if part)
-
-
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])", text) if s.strip()]
+    return ". ".join(part.rstrip(". ") for part in parts if part)
 
 
 class Verifier(Protocol):
@@ -186,14 +77,16 @@ class Verifier(Protocol):
 class LexicalVerifier:
     """The offline default: what the claim says must be in the evidence.
 
-    Every number and name of the claim must be found, those it repeats from the question too
-    (a wrong number is an invented fact however similar the sentences are, and a snippet that
-    never names the 1998 World Cup supports no claim about it), and something of what it adds
-    to the question. Then the share of its content words found decides: all of them, it is
-    supported; some, the most similar evidence sentence decides (`embed`, e.g. MiniLM; without
-    it, partial is not enough). So a source with the right number about the wrong thing ("12",
-    a house number in Dunmore, for the height of Dunmore's lighthouse) supports nothing. A
-    claim with no content of its own ("Yes, it has.") is judged by the question's.
+    Every number, name, colour, shape and material of the claim must be found, those it
+    repeats from the question too (a wrong number is an invented fact however similar the
+    sentences are, and a snippet that never names the 1998 World Cup supports no claim about
+    it), and something of what it adds to the question. Then the share of its content words
+    found decides: all of them, it is supported; some, the most similar evidence sentence
+    decides (`embed`, e.g. MiniLM; without it, partial is not enough), but only for a claim
+    that adds something to the question. So a source with the right number about the wrong
+    thing ("12", a house number in Dunmore, for the height of Dunmore's lighthouse) supports
+    nothing. A yes/no answer must agree with the source's `yes_no_verdict`; one the sources
+    give none for is supported only as a "yes" whose every word they hold.
     """
 
     name = "lexical"
@@ -206,7 +99,7 @@ class LexicalVerifier:
         found = with_synonyms(terms(text).words)
         asked, said = terms(question), terms(claim)
         new = said.words - asked.words
-        if said.key - found:  # a number or name the evidence lacks: not about this, or invented
+        if said.key - found:  # a fact the evidence lacks: not about this, or invented
             return 0.0
         if len(evidence) > 1 and not _facts_belong(said, asked, evidence):
             return 0.0
@@ -214,11 +107,27 @@ class LexicalVerifier:
             return 0.0
         if new and not new & found:
             return 0.0
+        if asks_yes_no(question):
+            verdict = source_verdict(question, evidence)
+            if verdict != polarity(claim) and (
+                verdict or polarity(claim) == "no" or asked.attributes | asked.numbers
+            ):
+                return 0.0
+        kind = asked_attribute(question)
+        if kind:
+            given = {
+                a
+                for t in evidence
+                for s in sentences(t)
+                for a in said_of_subject(question, s, kind)
+            }
+            if said.of_kind(kind) - asked.attributes - given:  # said of something else
+                return 0.0
         wanted = said.words or asked.words
         if not wanted:
             return 0.0
         coverage = len(wanted & found) / len(wanted)
-        if coverage == 1.0 or self.embed is None:
+        if coverage == 1.0 or self.embed is None or not new:
             return float(coverage == 1.0)
         candidates = sentences(text) or [text]
         vectors = self.embed([claim, *candidates])
@@ -226,12 +135,18 @@ class LexicalVerifier:
         return similarity if similarity >= TIE_SIMILARITY else min(similarity, SUPPORTED - 0.01)
 
 
+def source_verdict(question: str, evidence: Sequence[str]) -> Verdict | None:
+    """The first verdict an evidence sentence gives on a yes/no question, in evidence order."""
+    verdicts = (yes_no_verdict(question, s) for text in evidence for s in sentences(text))
+    return next(filter(None, verdicts), None)
+
+
 def _facts_belong(said: Terms, asked: Terms, evidence: Sequence[str]) -> bool:
     """Read together, several sources can hold every fact of a claim that none of them makes:
     a lighthouse photo and a snippet giving Kilimanjaro's 5,895 metres "support" a lighthouse
-    5,895 metres tall. So each number or name the claim adds must stand in a sentence that also
-    names something the claim is about."""
-    about = said.names | asked.names
+    5,895 metres tall. So each fact the claim adds must stand in a sentence that also names
+    what the question is about (its names; its words, when it names nothing)."""
+    about = asked.names or asked.words
     sentences_terms = [terms(s).words for text in evidence for s in sentences(text)]
     return all(
         any(fact in words and words & (about - {fact}) for words in sentences_terms)
@@ -301,45 +216,6 @@ def load_verifier(spec: str, *, embed: Embed | None = None, device: str | None =
     return NLIVerifier(spec.removeprefix("nli:"), device=device)
 
 
-EXTRACTIVE_LONG_QUESTION = 4  # content words from which one may be missing
-
-
-def answers_the_question(question: str, sentence: str) -> bool:
-    """Whether a source sentence could stand as the answer: it holds the question's content
-    (its numbers, names and `relation` all, and all its words but one in a longer question),
-    adds something, and adds what the question asks for: a number for "how many" or
-    "when", a place's name for "where", a person's for "who". Without a reader model this is
-    strict on purpose: an extracted sentence about the right thing that says something else
-    ("opened in 1983" for "When did the cafe close?") must not pass for an answer."""
-    asked, said = terms(question), terms(sentence)
-    if not asked.words or not said.words - asked.words or asked.key - said.words:
-        return False
-    missing = asked.words - with_synonyms(said.words)
-    if missing & relation(question):
-        return False
-    # One word of a longer question may be missing ("written" for "painted with the word").
-    if len(missing) > (1 if len(asked.words) >= EXTRACTIVE_LONG_QUESTION else 0):
-        return False
-    return gives_what_is_asked(question, sentence)
-
-
-def gives_what_is_asked(question: str, sentence: str) -> bool:
-    """A number for "how many" or "when", a place's name for "where", a person's for "who";
-    other questions ask for nothing this can check."""
-    asked, said = terms(question), terms(sentence)
-    if _ASKS_NUMBER.match(question) and not said.numbers - asked.numbers:
-        return False
-    if _ASKS_PLACE.match(question) and not said.names - asked.names:
-        return False
-    if _ASKS_PERSON.match(question):
-        # A name that repeats the question's words is the thing asked about, not a person:
-        # "Blue Door of the Harbor Inn" does not answer "Who painted the door of the Harbor Inn?"
-        people = [next(filter(None, match.groups())) for match in _PERSON.finditer(sentence)]
-        named = [terms(f"x {person}").names for person in people]
-        return any(name and not name & asked.words for name in named)
-    return True
-
-
 class CitationScores(NamedTuple):
     """ALCE's citation recall (the cited sources together support the claim) and precision
     (the share of citations that are needed: each supports the claim alone, or the others do
@@ -396,10 +272,15 @@ class Attributor:
         return self._cited(answer, answer.text_without_markers, [], "unsupported")
 
     def _extract(self, question: str, sources: Sequence[SourceLike]) -> tuple[str, int] | None:
-        """The first source sentence, in source order, that answers the question."""
+        """The first source sentence, in source order, that answers the question; for a
+        yes/no question, the first that gives a verdict, after it ("No, the purple sign ...")."""
+        yes_no = asks_yes_no(question)
         for number, source in enumerate(sources, 1):
-            for sentence in sentences(evidence_text(source)):
-                if answers_the_question(question, sentence):
+            for sentence in _sentences_title_last(source):
+                if yes_no and (verdict := yes_no_verdict(question, sentence)):
+                    said = _lower_article(first_sentence(sentence))
+                    return f"{verdict.capitalize()}, {said}", number
+                if not yes_no and answers_the_question(question, sentence):
                     return first_sentence(sentence), number
         return None
 
@@ -446,6 +327,21 @@ def supported_parts(question: str, claim: str) -> list[str]:
     cuts = [m.start() for m in re.finditer(r",\s|;| - | (?:while|and|but|which|who) ", body)]
     shorter = [body[:cut].rstrip(" ,;") + "." for cut in reversed(cuts)]
     return [claim] * answers(claim) + [p for p in shorter if terms(p).words - asked and answers(p)]
+
+
+def _sentences_title_last(source: SourceLike) -> list[str]:
+    """A source's sentences to answer from: its caption or snippet says more than its title
+    ("Blue Door of the Harbor Inn"), which comes last."""
+    said = [source.text, getattr(source, "ocr_text", None) or "", source.title]
+    return [sentence for part in said if part for sentence in sentences(part)]
+
+
+def _lower_article(sentence: str) -> str:
+    """To follow "Yes, ": "The sign ..." -> "the sign ...", "Six ducks" -> "six ducks";
+    names keep their capitals."""
+    first, _, rest = sentence.partition(" ")
+    plain = first.lower() in STOPWORDS or first.lower() in NUMBER_WORDS or attribute(first.lower())
+    return f"{first.lower()} {rest}" if plain else sentence
 
 
 def _citations(sources: Sequence[SourceLike], markers: Sequence[int]) -> list[Citation]:

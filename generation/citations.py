@@ -41,7 +41,7 @@ def marker_numbers(text: str) -> list[int]:
     return [int(n) for group in MARKER.findall(text) for n in re.findall(r"\d+", group)]
 
 
-def _is_abbreviation(text: str, dot: int) -> bool:
+def is_abbreviation(text: str, dot: int) -> bool:
     """A period after "Dr", "St", an initial ("J.") or an acronym ("U.S.") ends no sentence."""
     if text[dot] != ".":
         return False
@@ -72,7 +72,7 @@ def sentence_end(text: str) -> int | None:
     for match in re.finditer(r"[.!?]", text):
         if newline != -1 and match.start() > newline:
             break
-        if _is_abbreviation(text, match.start()):
+        if is_abbreviation(text, match.start()):
             continue
         end = match.end()
         while end < len(text) and text[end] in ".!?" + _CLOSERS:

@@ -18,13 +18,14 @@ from mmrag.generation.attribution import (
     Attributor,
     LexicalVerifier,
     NLIVerifier,
-    answers_the_question,
     invented_terms,
     load_verifier,
     supported_parts,
 )
 from mmrag.generation.citations import CitationFormat, cite
 from mmrag.generation.errors import GenerationError
+from mmrag.generation.lexicon import terms
+from mmrag.generation.questions import answers_the_question, yes_no_verdict
 from mmrag.generation.types import Answer
 from tests.tiny_models import tiny_cross_encoder
 
@@ -259,3 +260,128 @@ def test_numbers_written_as_words_count_as_numbers(attributor):
     )
     assert wrong.attribution == "extractive"  # the source's own sentence, which has the count
     assert wrong.text.startswith("The upper floor of the Anchor Hotel") and "six" in wrong.text
+
+
+# Colours, shapes and materials are facts: the cases a user met on the sample corpus, where
+# sentence similarity alone let "Yes, the door is red" cite a door painted blue (0.71).
+LIGHTHOUSE_BANDS = Src(
+    "i-salt",
+    "image",
+    "Salt Hollow Lighthouse",
+    "The Salt Hollow Lighthouse, a white lighthouse painted with two black bands.",
+)
+OSPREY = Src(
+    "i-osprey",
+    "image",
+    "Fishing boat Osprey",
+    "The fishing boat Osprey moored at Salt Hollow, with a green hull and a white sail.",
+)
+POND = Src(
+    "i-pond", "image", "Pond in Kell Park", "Three ducks on the heart-shaped pond in Kell Park."
+)
+TAVERN = Src(
+    "i-gull", "image", "Gull Tavern", "The Gull Tavern, with a green door and three windows."
+)
+DUCKS = Src(
+    "i-ducks", "image", "Millbrook Green", "Six ducks swimming on the pond in Millbrook Green."
+)
+CHAPEL = Src(
+    "i-chapel",
+    "image",
+    "Window of the Chapel of St. Aidan",
+    "The star-shaped window of the Chapel of St. Aidan, glazed in yellow glass.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "raw", "source", "replaced_by"),
+    [
+        (
+            "Is the door of the Harbor Inn red?",
+            "Yes, the door of the Harbor Inn is red [1].",
+            DOOR,
+            "No, a wooden door painted blue at the Harbor Inn [1].",
+        ),
+        (
+            "Does the Salt Hollow Lighthouse have red stripes?",
+            "Yes, the Salt Hollow Lighthouse has red stripes [1].",
+            LIGHTHOUSE_BANDS,
+            "No, the Salt Hollow Lighthouse, a white lighthouse painted with two black bands [1].",
+        ),
+        (
+            "Are there more than three ducks on the pond in Millbrook Green?",
+            "No, there are not more than three ducks on the pond [1].",
+            DUCKS,
+            "Yes, six ducks swimming on the pond in Millbrook Green [1].",
+        ),
+    ],
+)
+def test_a_yes_or_no_the_source_contradicts_gives_way_to_the_sources_verdict(
+    attributor, question, raw, source, replaced_by
+):
+    checked = attributor.attribute(question, answered(raw, [source]))
+    assert checked.attribution == "extractive" and checked.text == replaced_by
+
+
+def test_a_no_that_names_the_right_colour_is_supported(attributor):
+    question = "Does the Salt Hollow Lighthouse have red stripes?"
+    raw = "No, the stripes of the Salt Hollow Lighthouse are black, not red [1]."
+    checked = attributor.attribute(question, answered(raw, [LIGHTHOUSE_BANDS]))
+    assert checked.attribution == "model" and checked.citations[0].source_id == "i-salt"
+
+
+def test_a_colour_said_of_another_part_does_not_answer(attributor):
+    question = "What colour is the sail of the Osprey?"
+    wrong = attributor.attribute(
+        question, answered("The sail of the Osprey is green [1].", [OSPREY])
+    )
+    assert wrong.attribution == "extractive"  # the caption, which says the sail is white
+    right = attributor.attribute(question, answered("The Osprey's sail is white [1].", [OSPREY]))
+    assert right.attribution == "model"
+    hull = "What colour is the hull of the Osprey?"
+    assert attributor.attribute(hull, answered("The hull is white [1].", [OSPREY])).attribution != (
+        "model"
+    )
+    glass = "What color is the glass in the window of the Chapel of St. Aidan?"
+    said = attributor.attribute(glass, answered("The glass in the window is yellow [1].", [CHAPEL]))
+    assert said.attribution == "model"  # "St." ends no sentence, so the caption is one
+
+
+@pytest.mark.parametrize(
+    ("question", "raw", "source"),
+    [
+        ("What shape is the pond in Kell Park?", "The pond in Kell Park is rectangular [1].", POND),
+        (
+            "What is the roof of the Gull Tavern made of?",
+            "The roof of the Gull Tavern is made of stone and wood [1].",
+            TAVERN,
+        ),
+        (
+            "What colour is the roof of the Gull Tavern?",
+            "The Gull Tavern has a green door [1].",
+            TAVERN,
+        ),
+        (
+            "What is the name of the cat at the Gull Tavern?",
+            "The Gull Tavern is a tavern [1].",
+            TAVERN,
+        ),
+    ],
+)
+def test_invented_attributes_and_answers_to_another_question_are_not_cited(
+    attributor, question, raw, source
+):
+    checked = attributor.attribute(question, answered(raw, [source]))
+    assert checked.citations == [] or checked.attribution == "extractive"
+    if checked.attribution == "extractive":  # only the source's own words, saying what was asked
+        assert checked.text.startswith(source.text.rstrip("."))
+    else:
+        assert checked.abstained
+
+
+def test_attribute_words_are_facts_and_a_denied_one_is_not_asserted():
+    said = terms("No, the stripes are black, not red; the gray door is wooden.")
+    assert said.attributes == {"black", "grey", "wood"}
+    assert terms("The Red Door of the Anchor Hotel").words >= {"red", "door"}
+    assert yes_no_verdict("Is the door of the Harbor Inn blue?", DOOR.text) == "yes"
+    assert yes_no_verdict("Is the roof of the Harbor Inn blue?", DOOR.text) is None
