@@ -2449,6 +2449,11 @@ NEAR_MISSES = {
     "Harbor Inn": "Who painted the door of the Harbor Inn?",
     "Dunmore": "How tall is the lighthouse of Dunmore in metres?",
     "Moonlight Cafe": "When did the Moonlight Cafe close?",
+    # Attributes no source gives of a thing the sources describe (its door, not its roof).
+    "Anchor Hotel": "What colour is the roof of the Anchor Hotel?",
+    "Crown Inn": "What is the name of the cat at the Crown Inn?",
+    "Gull Tavern": "What is the roof of the Gull Tavern made of?",
+    "Kingfisher Hotel": "What colour are the shutters of the Kingfisher Hotel?",
 }
 UNRECORDED = {  # entity group -> a question about something the world never records
     "lodging": "Who owns {the}?",

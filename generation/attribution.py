@@ -114,14 +114,9 @@ class LexicalVerifier:
             ):
                 return 0.0
         kind = asked_attribute(question)
-        if kind:
-            given = {
-                a
-                for t in evidence
-                for s in sentences(t)
-                for a in said_of_subject(question, s, kind)
-            }
-            if said.of_kind(kind) - asked.attributes - given:  # said of something else
+        if kind:  # the colour it gives the thing asked about, not another part's
+            claimed = said_of_subject(question, claim, kind) or said.of_kind(kind)
+            if claimed - asked.attributes - _given_to_subject(question, evidence, kind):
                 return 0.0
         wanted = said.words or asked.words
         if not wanted:
@@ -133,6 +128,11 @@ class LexicalVerifier:
         vectors = self.embed([claim, *candidates])
         similarity = float(np.max(vectors[1:] @ vectors[0]))
         return similarity if similarity >= TIE_SIMILARITY else min(similarity, SUPPORTED - 0.01)
+
+
+def _given_to_subject(question: str, evidence: Sequence[str], kind: str) -> set[str]:
+    texts = [sentence for text in evidence for sentence in sentences(text)]
+    return set().union(*(said_of_subject(question, sentence, kind) for sentence in texts))
 
 
 def source_verdict(question: str, evidence: Sequence[str]) -> Verdict | None:
