@@ -59,8 +59,8 @@ def measure(pipeline, questions: list[Asked]) -> dict:
             gold_cited.append(bool({source.id for source in cited} & asked.gold))
     kept = len(questions) - origins["declined"]
     graded = {
-        "webqa_accuracy": round(sum(accuracy) / len(accuracy), 4),
-        "gold_fact_cited": round(sum(gold_cited) / len(gold_cited), 4),
+        "webqa_accuracy": round(sum(accuracy) / max(len(accuracy), 1), 4),
+        "gold_fact_cited": round(sum(gold_cited) / max(len(gold_cited), 1), 4),
     }
     return {
         "questions": len(questions),
