@@ -117,6 +117,7 @@ def selection_threshold(
 
 
 def build_pipeline(settings: Settings) -> QAPipeline:
+    from mmrag.generation.scene_text import DEFAULT_MODE, SceneTextAnswerer
     from mmrag.generation.writer import AnswerWriter
 
     if settings.torch_threads:
@@ -146,6 +147,7 @@ def build_pipeline(settings: Settings) -> QAPipeline:
         build_attributor(settings),
         abstain=settings.abstain,
         grounder=build_citation_grounder(settings, retriever, engine),
+        scene_text=SceneTextAnswerer(engine, mode=DEFAULT_MODE, embed=minilm_embed()),
     )
 
 

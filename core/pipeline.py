@@ -23,8 +23,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from mmrag.core.attachments import AttachedImage
-from mmrag.generation.attribution import AbstainPolicy, Attributor
+from mmrag.generation.attribution import UNANSWERED, AbstainPolicy, Attributor
 from mmrag.generation.grounding import CitationGrounder
+from mmrag.generation.scene_text import SceneTextAnswerer, read_off_the_image
 from mmrag.generation.types import Answer
 from mmrag.generation.writer import AnswerWriter
 from mmrag.retrieval.hybrid import HybridRetriever
@@ -154,6 +155,7 @@ class QARun:
 
     def _work(self, pipeline: QAPipeline, question: str, options: dict) -> None:
         abstain = options.pop("abstain") or pipeline.abstain
+        image = options["image"]
         try:
             timings = Timings()
             selection = pipeline.select(question, timings, **options)
@@ -174,6 +176,13 @@ class QARun:
             verifying = time.perf_counter()
             answer = pipeline.attributor.attribute(question, answer, abstain=abstain == "auto")
             timings.verify_s = time.perf_counter() - verifying
+            if image is not None and answer.attribution in UNANSWERED and pipeline.scene_text:
+                reading = time.perf_counter()
+                lines = [line.text for line in image.ocr]
+                answer = read_off_the_image(
+                    pipeline.scene_text, question, answer, image, lines, data=image.data
+                )
+                timings.generate_s += time.perf_counter() - reading
             if pipeline.grounder is not None and self._interrupt(deadline) is None:
                 answer = pipeline.grounder.ground(question, answer)
                 timings.ground_s = answer.timings["ground_s"]
@@ -192,15 +201,18 @@ class QAPipeline:
         *,
         abstain: AbstainPolicy = "auto",
         grounder: CitationGrounder | None = None,
+        scene_text: SceneTextAnswerer | None = None,
     ) -> None:
         """`grounder`, when given, boxes the region of each cited image that supports the
-        answer (`Citation.box`), within the run's deadline."""
+        answer (`Citation.box`), within the run's deadline. `scene_text`, when given, answers
+        from an attached photo's text what no source supports (`read_off_the_image`)."""
         self.retriever = retriever
         self.selector = selector
         self.writer = writer
         self.attributor = attributor
         self.abstain = abstain
         self.grounder = grounder
+        self.scene_text = scene_text
 
     def run(
         self,

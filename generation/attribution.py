@@ -54,6 +54,7 @@ from mmrag.generation.questions import (
 from mmrag.generation.types import Answer, Citation, SourceLike
 
 DECLINE = "The indexed sources do not answer this question."
+UNANSWERED = frozenset({"declined", "unsupported"})  # attributions of an answer no source backs
 SUPPORTED = 0.5  # a verifier's score from which a source supports a claim
 TIE_SIMILARITY = 0.6  # partial term overlap: supported if the sentences are this similar
 

@@ -127,6 +127,15 @@ def _content(parts: list[str | dict]) -> str | list[dict]:
     return content
 
 
+OCR_LABEL = "Text in the image:"
+# The opening of a `describe` line, as a small model copies it into its answer ("Lanterns at
+# the Greywick Lantern Night (image caption): Four yellow paper lanterns ...").
+_DESCRIBED = re.compile(
+    rf"^\s*(?:[^()\n]{{0,{MAX_TITLE_CHARS}}}\((?:image caption|text)\):\s*)?(?:{OCR_LABEL}\s*)?",
+    re.IGNORECASE,
+)
+
+
 def describe(source: SourceLike, ocr_text: str | None = None) -> str:
     """One line: title, what kind of text follows, the caption or snippet, and any OCR text."""
     kind = "image caption" if source.modality == "image" else "text"
@@ -134,8 +143,14 @@ def describe(source: SourceLike, ocr_text: str | None = None) -> str:
     line = f"{title} ({kind}): " if title else f"({kind}): "
     line += neutralise(source.text or "")
     if ocr_text and ocr_text.strip():
-        line += f" Text in the image: {neutralise(ocr_text, MAX_OCR_CHARS)}"
+        line += f" {OCR_LABEL} {neutralise(ocr_text, MAX_OCR_CHARS)}"
     return line
+
+
+def without_source_labels(answer: str) -> str:
+    """The answer without the labels of a source line it opens by copying: the words after
+    them are the source's, and the labels are the prompt's format, not an answer."""
+    return _DESCRIBED.sub("", answer, count=1)
 
 
 def _source_parts(source: SourceLike, label: str, images: ImageBytes | None) -> list[str | dict]:

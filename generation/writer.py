@@ -9,7 +9,7 @@ from contextlib import closing
 from mmrag.generation.citations import citation_format, cite, sentence_end
 from mmrag.generation.engines.base import Engine
 from mmrag.generation.errors import GenerationError
-from mmrag.generation.prompts import answer_messages
+from mmrag.generation.prompts import answer_messages, without_source_labels
 from mmrag.generation.types import Answer, SourceLike
 
 
@@ -77,7 +77,9 @@ class AnswerWriter:
         except GenerationError as exc:
             error = str(exc)
         generate = time.perf_counter() - started
-        cited = cite("" if error else raw, sources)  # half an answer is no answer
+        cited = cite(
+            "" if error else without_source_labels(raw), sources
+        )  # half an answer is no answer
         if error is None and not cited.text:
             error = f"{self.engine.info.name} model {self.engine.info.model} returned no answer"
         return Answer(

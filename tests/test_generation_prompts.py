@@ -13,6 +13,7 @@ from mmrag.generation.prompts import (
     image_part,
     judge_messages,
     neutralise,
+    without_source_labels,
 )
 from tests.helpers import jpeg_bytes
 
@@ -135,3 +136,13 @@ def test_yes_no_questions_ask_for_yes_or_no_first():
     asks = answer_messages("Is it red?", [source])[-1]["content"]
     assert YES_NO_REQUEST in str(asks)
     assert YES_NO_REQUEST not in str(answer_messages("Which is red?", [source])[-1]["content"])
+
+
+def test_a_source_line_the_model_copies_loses_the_prompts_labels():
+    """SmolLM2 often opens its answer by copying a source line, labels and all."""
+    copied = "Lanterns at Greywick (image caption): Four yellow lanterns hang there [1]."
+    assert without_source_labels(copied) == "Four yellow lanterns hang there [1]."
+    read = "Your image (image caption): Text in the image: PLATFORM 3 [1]."
+    assert without_source_labels(read) == "PLATFORM 3 [1]."
+    plain = "The Alder Bridge (in Dunmore) has five arches [1]."
+    assert without_source_labels(plain) == plain

@@ -87,3 +87,36 @@ def test_ask_with_an_image_answers_from_its_sign(hybrid_index: Path, tmp_path: P
     assert_one_line_error(bad, "--image", "undecodable image")
     absent = run_mmrag("ask", QUESTION, "--image", str(tmp_path / "no.jpg"), "--index", "x")
     assert_one_line_error(absent, "--image", "no.jpg")
+
+
+# Sign questions SmolLM2 declines when it writes freely from the OCR text: the answer is read
+# off the sign instead (the span `eval run stvqa` would choose), quoted and cited to the photo.
+# A question the photo has nothing to do with is still declined.
+READ_OFF = [
+    (("QUIZ NIGHT", "EVERY THURSDAY"), "On which day is the quiz night?", "THURSDAY"),
+    (("HALE AND DAUGHTERS", "EST 1902"), "In what year was this shop established?", "1902"),
+    (("ROUTE 12", "TO GREYWICK"), "Where does this bus go?", "GREYWICK"),
+]
+
+
+@pytest.mark.parametrize(("lines", "question", "says"), READ_OFF)
+def test_a_sign_question_the_model_declines_is_answered_from_the_signs_text(
+    client: TestClient, lines: tuple[str, ...], question: str, says: str
+):
+    photo = sign_jpeg(*lines, size=(420, 180))
+    body = client.post(
+        "/v1/answer", data={"question": question}, files={"image": ("sign.jpg", photo)}
+    ).json()
+    assert says in body["answer"] and not body["abstained"], body["answer"]
+    assert [c["marker"] for c in body["citations"]] == [1]
+    assert body["citations"][0]["source_id"] == body["sources"][0]["source_id"]
+
+
+def test_a_question_the_attached_sign_has_nothing_to_do_with_is_declined(client: TestClient):
+    photo = sign_jpeg("QUIZ NIGHT", "EVERY THURSDAY", size=(420, 180))
+    body = client.post(
+        "/v1/answer",
+        data={"question": "Who won the 1998 football world cup?"},
+        files={"image": ("sign.jpg", photo)},
+    ).json()
+    assert body["abstained"] and body["citations"] == [], body["answer"]

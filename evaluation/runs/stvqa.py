@@ -51,14 +51,12 @@ from mmrag.evaluation.runs.report import (
     timing_table,
 )
 from mmrag.evaluation.scoring import stvqa as scoring
-from mmrag.generation.scene_text import ANSWER_MODES
+from mmrag.generation.scene_text import ANSWER_MODES, DEFAULT_MODE
 from mmrag.indexes.atomic import atomic_write_text
 
 if TYPE_CHECKING:
     from mmrag.generation.scene_text import SceneTextAnswerer
 
-# The mode that won on scene-text questions (docs/BENCHMARKS.md, bench/stvqa.py).
-DEFAULT_MODE = "similarity"
 STVQA_PAPER = "ST-VQA challenge (ICDAR 2019), task 3 test set"
 PUBLISHED = (Published("anls", 0.282, "VTA", "task 3", "all", STVQA_PAPER),)
 
