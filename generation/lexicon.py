@@ -127,6 +127,19 @@ class Terms:
         return frozenset(word for word in self.attributes if ATTRIBUTE_KIND[word] == kind)
 
 
+def denies(token: str) -> bool:
+    """A word that denies what follows it: "not", "never", "isn't", "doesn’t"."""
+    lower = token.lower().replace("’", "'")
+    return lower in NEGATIONS or lower.endswith("n't")
+
+
+def as_number(token: str) -> str | None:
+    """The number a token states ("5,895" -> "5895", "Five" -> "5"), if any."""
+    if _DIGIT.match(token):
+        return token.replace(",", "").rstrip(".")
+    return NUMBER_WORDS.get(token.lower())
+
+
 def terms(text: str) -> Terms:
     words, numbers, names, attributes = set(), set(), set(), set()
     denied_until, previous_end = -1, 0
@@ -135,12 +148,12 @@ def terms(text: str) -> Terms:
         if _CLAUSE_END.search(text, previous_end, match.start()):  # "not red; the gray door"
             denied_until = -1
         previous_end = match.end()
-        lower = token.lower().replace("’", "'")
-        if lower in NEGATIONS or lower.endswith("n't"):
+        lower = token.lower()
+        if denies(token):
             denied_until = position + NEGATION_REACH
             continue
-        if _DIGIT.match(token) or lower in NUMBER_WORDS:
-            number = NUMBER_WORDS.get(lower) or token.replace(",", "").rstrip(".")
+        number = as_number(token)
+        if number:
             numbers.add(number)
             words.add(number)
             continue

@@ -17,11 +17,12 @@ from typing import Literal
 from mmrag.generation.lexicon import (
     ATTRIBUTE_KIND,
     BOUND_KINDS,
-    NEGATIONS,
     NUMBER_WORDS,
     STEM,
     STOPWORDS,
+    as_number,
     bound_attributes,
+    denies,
     head_noun,
     terms,
     with_synonyms,
@@ -149,7 +150,7 @@ def counts(text: str) -> dict[str, str]:
     tokens = [token.lower() for token in _WORD.findall(text)]
     found = {}
     for position, token in enumerate(tokens):
-        number = NUMBER_WORDS.get(token) or (token.replace(",", "") if token[0].isdigit() else "")
+        number = as_number(token)
         if number:
             for noun in tokens[position + 1 : position + 1 + COUNT_REACH]:
                 if noun not in STOPWORDS:
@@ -220,5 +221,4 @@ def polarity(claim: str) -> Verdict:
     opening = _WORD.match(claim.strip())
     if opening and opening.group().lower() == "no":
         return "no"
-    said = [token.lower().replace("’", "'") for token in re.findall(_DENIAL, claim)]
-    return "no" if any(token in NEGATIONS or token.endswith("n't") for token in said) else "yes"
+    return "no" if any(denies(token) for token in _DENIAL.findall(claim)) else "yes"
