@@ -20,7 +20,6 @@ import io
 import json
 import logging
 import shutil
-import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,37 +38,16 @@ from mmrag.indexes.images import MAX_IMAGE_PIXELS, ImageStore
 from mmrag.indexes.ocr.batch import OcrRunStats, note_unreadable, read_one
 from mmrag.indexes.ocr.build import OcrOptions
 from mmrag.indexes.ocr.cache import OcrCache
-from mmrag.indexes.ocr.reader import OcrModels, OcrReader, reader_identity
+from mmrag.indexes.ocr.reader import OcrModels, OcrReader, cuda_available, reader_identity
+from mmrag.indexes.ray_cluster import ClusterShape, connect, disconnect, require_ray
 from mmrag.indexes.sources import OcrLine
 
 WORK_MARKER = ".mmrag-ray-work"  # only a folder holding it is ever deleted as ours
-CONNECT_TIMEOUT_S = 5.0
 
 
 def default_work_folder(out: Path) -> Path:
     """Beside the index, not in it: a killed build's temp folder goes, finished batches stay."""
     return out.with_name(f"{out.name}.ray-work")
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise InputError("--executor ray needs Ray: pip install 'mmrag[ray]' (ray[data])") from None
-    return ray
-
-
-def _check_reachable(address: str) -> None:
-    """ray.init retries an unreachable head for minutes; a user deserves one line at once."""
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        raise InputError(f"--ray-address {address!r}: expected HOST:PORT of the head node")
-    try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise InputError(
-            f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}"
-        ) from None
 
 
 @dataclass(frozen=True)
@@ -106,8 +84,8 @@ class RemoteEncoder:
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         key = tuple(texts)
         if key not in self._encoded:
-            task = _ray().remote(num_cpus=1, num_gpus=self.num_gpus)(_describe)
-            self._info, self._encoded[key] = _ray().get(task.remote(self.spec, list(texts)))
+            task = require_ray().remote(num_cpus=1, num_gpus=self.num_gpus)(_describe)
+            self._info, self._encoded[key] = require_ray().get(task.remote(self.spec, list(texts)))
         return self._encoded[key]
 
     @property
@@ -256,47 +234,40 @@ class RayExecutor:
         self.max_pixels = max_pixels
         self.ocr_progress = ocr_progress  # build_ocr sees OCR results only once all are in
         self.stats = RayRunStats()
-        self.resources: dict[str, float] = {}
-        self.nodes = 0
+        self.shape = ClusterShape(nodes=0, cpus=0, gpus=0)
 
     def __enter__(self) -> RayExecutor:
-        ray = _ray()
-        if self.address:
-            _check_reachable(self.address)
-        local = {} if self.address else {"include_dashboard": False}
-        ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING, **local)
-        context = ray.data.DataContext.get_current()
+        self.shape = connect(self.address)
+        context = require_ray().data.DataContext.get_current()
         context.enable_progress_bars = False  # ours are drawn by the caller
         context.print_on_execution_start = False
         logging.getLogger("ray.data").setLevel(logging.ERROR)  # "progress bars disabled"
-        self.resources = ray.cluster_resources()
-        self.nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
-        if self.device and self.device.startswith("cuda") and not self.gpus:
-            ray.shutdown()
+        if self.device and self.device.startswith("cuda") and not self.shape.gpus:
+            disconnect()
             raise InputError(
-                f"--device {self.device}: the Ray cluster has no GPU "
-                f"({self.nodes} nodes, {self.cpus} CPUs); pass --device cpu or add GPU nodes"
+                f"--device {self.device}: the Ray cluster has no GPU ({self.shape.nodes} "
+                f"nodes, {self.shape.cpus} CPUs); pass --device cpu or add GPU nodes"
             )
         return self
 
     def __exit__(self, *_: object) -> None:
-        _ray().shutdown()
-
-    @property
-    def cpus(self) -> int:
-        return int(self.resources.get("CPU", 0))
-
-    @property
-    def gpus(self) -> int:
-        return int(self.resources.get("GPU", 0))
+        disconnect()
 
     def _gpu_per_actor(self) -> float:
-        return 1.0 if self.gpus and self.device != "cpu" else 0.0
+        return 1.0 if self.shape.gpus and self.device != "cpu" else 0.0
+
+    def _ocr_gpu_per_actor(self) -> float:
+        """A GPU per OCR actor only where the GPU nodes' onnxruntime has its CUDA provider:
+        PP-OCR on a CPU-only onnxruntime would hold a GPU each and leave most CPUs idle."""
+        if not self._gpu_per_actor():
+            return 0.0
+        ray = require_ray()
+        return 1.0 if ray.get(ray.remote(num_cpus=0, num_gpus=1)(cuda_available).remote()) else 0.0
 
     def _pool_size(self, num_gpus: float) -> int:
         if self.concurrency:
             return self.concurrency
-        return max(1, self.gpus if num_gpus else self.cpus)
+        return max(1, self.shape.gpus if num_gpus else self.shape.cpus)
 
     # --- encoders that live on the cluster ---
 
@@ -359,8 +330,8 @@ class RayExecutor:
         options: OcrOptions,
         stats: OcrRunStats,
     ) -> Iterator[tuple[str, list[OcrLine] | None]]:
-        """OCR on CPU actors. Lines read are also added to the OCR cache, so a later local
-        build of the same images reads none of them again."""
+        """OCR on the cluster's actors. Lines read are also added to the OCR cache, so a later
+        local build of the same images reads none of them again."""
         options.models.check()
         results = self._map(
             "ocr",
@@ -375,7 +346,7 @@ class RayExecutor:
             np.arange(len(refs)),
             _SceneText,
             (options.models, images, self.max_pixels),
-            0.0,
+            self._ocr_gpu_per_actor(),
             self.ocr_progress,
         )
         by_position = np.empty(len(refs), np.int64)
@@ -414,7 +385,7 @@ class RayExecutor:
         `columns` holds the inputs in the order they are sent, `positions` their place in the
         caller's order (the "pos" of each result); "reused" marks the results an earlier run
         finished."""
-        ray = _ray()
+        ray = require_ray()
         name = label.replace(" ", "-")
         finished = FinishedBatches(self.work / f"{name}-{fingerprint}")
         self._mark_work()
@@ -468,6 +439,5 @@ class RayExecutor:
             else ""
         )
         return (
-            f"ray: {self.nodes} nodes, {self.cpus} CPUs, {self.gpus} GPUs; "
-            f"{', '.join(self.stats.maps) or 'no maps'} on the cluster{reused}"
+            f"ray: {self.shape}; {', '.join(self.stats.maps) or 'no maps'} on the cluster{reused}"
         )

@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
 SAMPLE_JSON = SAMPLE / "WebQA_sample.json"
 MMRAG = [sys.executable, "-m", "mmrag.service.cli"]
+# Ray's single-machine mode: every node and driver binds 127.0.0.1.
+LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 def jpeg_bytes(color: str, size: tuple[int, int] = (32, 24)) -> bytes:
@@ -172,3 +174,18 @@ def sign_jpeg(*lines: str, size: tuple[int, int] = (400, 150)) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=90)
     return buffer.getvalue()
+
+
+def _loopback_env() -> dict[str, str]:
+    return {**os.environ, **LOOPBACK_ONLY, "PYTHONPATH": str(REPO)}
+
+
+def run_on_loopback(command: list[str]) -> subprocess.CompletedProcess[str]:
+    """A command that joins the test cluster, kept to loopback as the cluster is."""
+    return subprocess.run(command, capture_output=True, text=True, env=_loopback_env(), timeout=600)
+
+
+def start_on_loopback(command: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_loopback_env()
+    )

@@ -19,7 +19,15 @@ from PIL import Image
 
 from mmrag.evaluation.errors import EvaluationError
 from mmrag.evaluation.runs.checkpoint import Checkpoint, partial_path
-from tests.helpers import MMRAG, REPO, SAMPLE, SAMPLE_JSON, assert_one_line_error, run_mmrag
+from tests.helpers import (
+    LOOPBACK_ONLY,
+    MMRAG,
+    REPO,
+    SAMPLE,
+    SAMPLE_JSON,
+    assert_one_line_error,
+    run_mmrag,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SENTENCE_END = (".", "!", "?", '"')
@@ -165,7 +173,7 @@ def interrupt_after(args: list[str], partial: Path, answered: int) -> subprocess
     SIGINT is reset to its default in the child: a test runner started in the background
     would otherwise hand it down ignored, and Python would then never raise KeyboardInterrupt.
     """
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, **LOOPBACK_ONLY, "PYTHONPATH": str(REPO)}  # a Ray run stays on loopback
     process = subprocess.Popen(
         [*MMRAG, *args],
         cwd=REPO,

@@ -1,19 +1,17 @@
 """Index builds on a real two-node Ray cluster, held against the local build of the same corpus.
 
-The cluster is `ray.cluster_utils.Cluster`: a head and a worker node, each with its own raylet
-and object store and one CPU, so the actor pools span both nodes. Builds go through the real
-CLI (`mmrag index build --executor ray --ray-address ...`) with the packaged MiniLM and PP-OCR.
-Ray runs in its single-machine mode (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0), where every node
-and driver binds 127.0.0.1: these tests send nothing beyond loopback.
+The cluster is the `cluster` fixture (tests/conftest.py): a head and a worker node, each with
+its own raylet and object store and one CPU, so the actor pools span both nodes. Builds go
+through the real CLI (`mmrag index build --executor ray --ray-address ...`) with the packaged
+MiniLM and PP-OCR. Ray runs in its single-machine mode (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0),
+where every node and driver binds 127.0.0.1: these tests send nothing beyond loopback.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -22,34 +20,18 @@ import pytest
 
 from mmrag.indexes.collection import Collection
 from tests.helpers import (
+    LOOPBACK_ONLY,
     MMRAG,
-    REPO,
     SAMPLE,
     SAMPLE_JSON,
     assert_one_line_error,
     free_port,
     run_mmrag,
+    run_on_loopback,
+    start_on_loopback,
 )
 
-LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 SAMPLE_INPUTS = ["--corpus", str(SAMPLE_JSON), "--images", str(SAMPLE / "imgs.tsv")]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> str:
-    """The head's address; two nodes of one CPU each."""
-    from ray.cluster_utils import Cluster
-
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in LOOPBACK_ONLY.items():
-            patch.setenv(name, value)
-        nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-        try:
-            nodes.add_node(num_cpus=1)
-            nodes.wait_for_nodes()
-            yield nodes.address
-        finally:
-            nodes.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -75,20 +57,6 @@ def cluster_build(cluster: str, out: Path, *flags: str) -> list[str]:
         "--quiet",
         *flags,
     ]
-
-
-def build_env() -> dict[str, str]:
-    return {**os.environ, **LOOPBACK_ONLY, "PYTHONPATH": str(REPO)}
-
-
-def run(command: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, capture_output=True, text=True, env=build_env(), timeout=600)
-
-
-def start(command: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=build_env()
-    )
 
 
 def assert_same_search_results(local: Collection, built: Collection, questions, minilm) -> None:
@@ -125,7 +93,7 @@ def test_a_two_node_cluster_builds_the_index_the_local_build_makes(
     cluster: str, local_index: Path, tmp_path: Path, sample_questions, minilm
 ):
     out = tmp_path / "index"
-    result = run(cluster_build(cluster, out, "--ocr", "--ray-batch-size", "16"))
+    result = run_on_loopback(cluster_build(cluster, out, "--ocr", "--ray-batch-size", "16"))
     assert result.returncode == 0, result.stderr[-3000:]
     maps = "ocr, text-image vectors, text-text vectors, text-ocr vectors"
     assert f"ray: 2 nodes, 2 CPUs, 0 GPUs; {maps} on the cluster" in result.stdout
@@ -142,7 +110,7 @@ def test_an_interrupted_cluster_build_resumes_from_its_finished_batches(
 ):
     out, work = tmp_path / "index", tmp_path / "index.ray-work"
     command = cluster_build(cluster, out, "--ocr", "--ray-batch-size", "4")
-    build = start(command)
+    build = start_on_loopback(command)
     deadline = time.monotonic() + 300
     while len(list(work.glob("*/part-*.npz"))) < 6:
         assert build.poll() is None, (
@@ -155,7 +123,7 @@ def test_an_interrupted_cluster_build_resumes_from_its_finished_batches(
     finished = len(list(work.glob("*/part-*.npz")))
     assert not out.exists()  # nothing half-written where the index goes
 
-    result = run(command)
+    result = run_on_loopback(command)
     assert result.returncode == 0, result.stderr[-3000:]
     reused = re.search(r"(\d+) of (\d+) items taken from an interrupted build", result.stdout)
     assert reused, result.stdout
@@ -184,7 +152,7 @@ def test_a_corpus_without_images_builds_on_the_cluster_as_it_does_here(
     inputs = ["index", "build", "--corpus", str(corpus), "--quiet"]
     local = run_mmrag(*inputs, "--out", str(tmp_path / "local"))
     assert local.returncode == 0, local.stderr
-    on_cluster = run(
+    on_cluster = run_on_loopback(
         [
             *MMRAG,
             *inputs,
@@ -224,7 +192,7 @@ def test_an_unreachable_cluster_is_one_line_at_once(tmp_path: Path):
 
 
 def test_asking_for_gpus_a_cluster_lacks_is_one_line(cluster: str, tmp_path: Path):
-    result = run(cluster_build(cluster, tmp_path / "i", "--device", "cuda"))
+    result = run_on_loopback(cluster_build(cluster, tmp_path / "i", "--device", "cuda"))
     assert result.returncode != 0
     last = result.stderr.strip().splitlines()[-1]
     assert "Traceback" not in result.stderr
@@ -248,7 +216,7 @@ def test_a_worker_node_that_dies_mid_build_loses_nothing(
             nodes.wait_for_nodes()
             out, work = tmp_path / "index", tmp_path / "index.ray-work"
             command = cluster_build(nodes.address, out, "--ray-batch-size", "4")
-            build = start(command)
+            build = start_on_loopback(command)
             deadline = time.monotonic() + 300
             while len(list(work.glob("*/part-*.npz"))) < 4:
                 assert build.poll() is None, "the build ended before the node was removed"

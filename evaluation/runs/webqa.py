@@ -18,11 +18,13 @@ subset and setting they were measured on.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +42,7 @@ from mmrag.evaluation.runs.checkpoint import (
     run_items,
     sibling,
 )
+from mmrag.evaluation.runs.cluster import ClusterWork, add_cluster_options, check_cluster_options
 from mmrag.evaluation.runs.report import (
     Bar,
     Published,
@@ -154,6 +157,15 @@ class WebQARunner:
         }
 
 
+def build_runner(
+    settings: Settings, setting: str, k: int | None, abstain: AbstainPolicy
+) -> WebQARunner:
+    """A runner with its own pipeline: what each Ray worker of `--executor ray` builds."""
+    from mmrag.core.components import build_pipeline
+
+    return WebQARunner(build_pipeline(settings), setting, k=k, abstain=abstain)
+
+
 def submission(
     questions: Sequence[WebQAQuestion], records: dict[str, dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
@@ -249,6 +261,7 @@ class WebQARunInfo:
     fusion: str
     threshold: float
     concurrency: int = 1  # questions in flight (--concurrency)
+    executor: str = "this process"
 
     def record(self, question: WebQAQuestion) -> dict[str, Any]:
         return self.records[question.guid]
@@ -305,6 +318,7 @@ def _run_table(info: WebQARunInfo) -> str:
             f"{info.resumed} resumed from the partial file)",
         ),
         ("wall time", f"{info.seconds:.1f} s (this process, models loading included)"),
+        ("answered by", info.executor),
         ("concurrency", _concurrency(info.concurrency)),
         ("FL", info.fl_note),
     ]
@@ -535,6 +549,7 @@ def add_parser(benches: argparse._SubParsersAction) -> None:
         "--images", type=Path, help="imgs.tsv (checked; the index reads its own image store)"
     )
     add_run_options(webqa)
+    add_cluster_options(webqa)
     webqa.add_argument("--k", type=int, help="full setting: candidates retrieved (--rerank-k)")
     webqa.add_argument(
         "--fl-model", help="BART for fluency (hub name or directory); without it FL is null"
@@ -549,6 +564,7 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     check_run_options(args)
+    check_cluster_options(args)
     check_file("--images", args.images)
     restricted = args.setting == "restricted"
     questions = loader.load_gold_files(args.data, args.split, with_negatives=restricted)
@@ -568,19 +584,31 @@ def run(args: argparse.Namespace) -> int:
         **pipeline_description(settings),
     }
     checkpoint = Checkpoint.open(args.out, description, resume=args.resume)
-    fl = None
-    if args.fl_model:
-        from mmrag.evaluation.metrics.fluency import BartLogLikelihood
+    cluster = None
+    if args.executor == "ray":
+        cluster = ClusterWork(
+            partial(build_runner, settings, args.setting, args.k, abstain),
+            address=args.ray_address,
+            workers=args.ray_workers,
+            in_flight=args.concurrency,
+            num_gpus=1.0 if (settings.device or "").startswith("cuda") else 0.0,
+        )
+    # A cluster that cannot take the run refuses it before any model loads here.
+    with cluster or contextlib.nullcontext():
+        fl = None
+        if args.fl_model:
+            from mmrag.evaluation.metrics.fluency import BartLogLikelihood
 
-        fl = BartLogLikelihood(args.fl_model, batch_size=args.fl_batch_size, device=args.device)
-    pipeline = build_pipeline(settings)
-    if restricted:
-        check_facts_indexed(questions, pipeline)
-    runner = WebQARunner(pipeline, args.setting, k=args.k, abstain=abstain)
-    desc = f"webqa {args.setting} {args.split}"
-    ran = run_items(
-        questions, lambda q: q.guid, runner, checkpoint, desc=desc, concurrency=args.concurrency
-    )
+            fl = BartLogLikelihood(args.fl_model, batch_size=args.fl_batch_size, device=args.device)
+        pipeline = build_pipeline(settings)
+        if restricted:
+            check_facts_indexed(questions, pipeline)
+        in_flight = cluster.in_flight if cluster else args.concurrency
+        work = cluster or WebQARunner(pipeline, args.setting, k=args.k, abstain=abstain)
+        desc = f"webqa {args.setting} {args.split}"
+        ran = run_items(
+            questions, lambda q: q.guid, work, checkpoint, desc=desc, concurrency=in_flight
+        )
     text = json.dumps(submission(questions, checkpoint.records), indent=2) + "\n"
     checkpoint.finish(args.out, text)
 
@@ -609,7 +637,8 @@ def run(args: argparse.Namespace) -> int:
         retrievers=pipeline.retriever.retrievers,
         fusion=pipeline.retriever.fusion,
         threshold=pipeline.selector.threshold,
-        concurrency=args.concurrency,
+        concurrency=in_flight,
+        executor=cluster.describe() if cluster else "this process",
     )
     report = write_webqa_report(info, scores)
     metrics = scores.overall.metrics

@@ -1,0 +1,182 @@
+"""Eval runs whose questions are answered on a Ray cluster (`--executor ray`).
+
+A run's questions are independent, so they shard without coordination: each Ray actor builds
+its own pipeline once (retrieval, selection, the citation check, and the generator client or
+an embedded model) and answers the questions it is handed; only questions and finished records
+cross the network. The generator is whatever the settings name: one shared endpoint (a vLLM
+server batching every worker's requests) or an embedded model per worker. This process keeps
+the checkpoint: `ClusterWork` is the `work` of `run_items`, called from its worker threads, so
+records are saved in question order and a stopped run resumes exactly as a local one does.
+
+Workers read the index and model files at the paths this process was given (relative paths
+from the directory it was started in), so every node must see them there, as on any cluster
+with shared storage. A worker that dies mid-run is restarted by Ray and its questions retried.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import socket
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from mmrag.evaluation.errors import EvaluationError
+
+T = TypeVar("T")
+WorkFactory = Callable[[], Callable[[Any], dict[str, Any]]]
+RESTARTS = 3  # a worker lost mid-run is restarted this often, its questions retried as often
+
+
+class _Worker:
+    """One pipeline on one node. A failure to build it is kept and reported by `ready`, so the
+    run stops with its one-line reason instead of Ray restarting a worker that cannot start."""
+
+    def __init__(self, make_work: WorkFactory, cwd: str) -> None:
+        import ray
+
+        self.node = ray.get_runtime_context().get_node_id()
+        self.host = socket.gethostname()
+        self.work: Callable[[Any], dict[str, Any]] | None = None
+        self.error: str | None = None
+        try:
+            if os.path.isdir(cwd):
+                os.chdir(cwd)  # relative paths mean what they meant where the run started
+            self.work = make_work()
+        except Exception as exc:  # reported to the driver, which stops the run in one line
+            self.error = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
+
+    def ready(self) -> tuple[str, str, str | None]:
+        return self.node, self.host, self.error
+
+    def answer(self, item: Any) -> dict[str, Any]:
+        assert self.work is not None
+        return self.work(item)
+
+
+class ClusterWork(Generic[T]):
+    """`work` for `run_items` that hands each item to an idle slot of a Ray actor.
+
+    Each actor takes `ceil(in_flight / workers)` items at once (a threaded actor, as the
+    local `--concurrency` runs the same pipeline on threads), so the cluster holds `in_flight`
+    questions, and a free slot, not a fixed rotation, takes the next one: a slow question
+    holds up only its own slot. Use as a context manager: it joins the cluster and starts the
+    workers on entry, and leaves on exit (the workers go with it)."""
+
+    def __init__(
+        self,
+        make_work: WorkFactory,
+        *,
+        address: str | None,
+        workers: int | None,
+        in_flight: int,
+        num_gpus: float = 0.0,
+    ) -> None:
+        if workers is not None and workers < 1:
+            raise EvaluationError(f"--ray-workers must be at least 1, got {workers}")
+        self.make_work = make_work
+        self.address = address
+        self.requested = workers
+        self.in_flight = in_flight
+        self.num_gpus = num_gpus
+        self.nodes: list[str] = []  # each worker's Ray node
+        self.shape: Any = None
+        self._slots: queue.Queue[Any] = queue.Queue()
+
+    def __enter__(self) -> ClusterWork[T]:
+        from mmrag.indexes.ray_cluster import connect, disconnect, require_ray
+
+        ray = require_ray()
+        self.shape = connect(self.address)
+        try:
+            self._start(ray)
+        except BaseException:
+            disconnect()
+            raise
+        return self
+
+    def _start(self, ray: Any) -> None:
+        capacity = self.shape.gpus if self.num_gpus else self.shape.cpus
+        workers = self.requested or max(1, capacity)
+        if workers > capacity:
+            unit = "GPUs" if self.num_gpus else "CPUs"
+            raise EvaluationError(
+                f"--ray-workers {workers}: the Ray cluster has {capacity} {unit} "
+                f"({self.shape}); each worker takes one"
+            )
+        self.in_flight = max(self.in_flight, workers)
+        per_worker = math.ceil(self.in_flight / workers)
+        actor = ray.remote(_Worker).options(
+            num_cpus=1,
+            num_gpus=self.num_gpus,
+            max_concurrency=per_worker,
+            max_restarts=RESTARTS,
+            max_task_retries=RESTARTS,
+        )
+        actors = [actor.remote(self.make_work, os.getcwd()) for _ in range(workers)]
+        started = ray.get([worker.ready.remote() for worker in actors])
+        for _, host, error in started:
+            if error is not None:
+                raise EvaluationError(f"a Ray worker on {host} could not start: {error}")
+        self.nodes = [node for node, _, _ in started]
+        for _ in range(per_worker):
+            for worker in actors:
+                self._slots.put(worker)
+
+    def __exit__(self, *_: object) -> None:
+        from mmrag.indexes.ray_cluster import disconnect
+
+        disconnect()
+
+    def __call__(self, item: T) -> dict[str, Any]:
+        from mmrag.indexes.ray_cluster import require_ray
+
+        worker = self._slots.get()
+        try:
+            return require_ray().get(worker.answer.remote(item))
+        finally:
+            self._slots.put(worker)
+
+    def describe(self) -> str:
+        return (
+            f"Ray cluster ({self.shape}): {len(self.nodes)} workers on "
+            f"{len(set(self.nodes))} of its nodes, {self.in_flight} questions in flight"
+        )
+
+
+def check_cluster_options(args: Any) -> None:
+    """Ray options without `--executor ray` would be silently ignored: say so instead."""
+    if args.executor != "ray":
+        given = [
+            flag
+            for flag, value in (
+                ("--ray-address", args.ray_address),
+                ("--ray-workers", args.ray_workers),
+            )
+            if value is not None
+        ]
+        if given:
+            raise EvaluationError(f"{' and '.join(given)} need --executor ray")
+
+
+def add_cluster_options(parser: Any) -> None:
+    group = parser.add_argument_group("scaling out (Ray)")
+    group.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where questions are answered: this process, or pipelines on a Ray cluster, one "
+        "per worker (pip install 'mmrag[ray]'); the submission is the same",
+    )
+    group.add_argument(
+        "--ray-address",
+        help="HOST:PORT of a running cluster's head (`ray start --head`); default: a Ray "
+        "instance on this machine. Every node must see the index and models at the same path",
+    )
+    group.add_argument(
+        "--ray-workers",
+        type=int,
+        help="pipelines on the cluster (default: one per CPU, or per GPU with --device cuda); "
+        "at least one question per worker is in flight whatever --concurrency says",
+    )
