@@ -45,6 +45,7 @@ from mmrag.generation.questions import (
     answers_the_question,
     asked_attribute,
     asks_yes_no,
+    claimed_of_subject,
     gives_what_is_asked,
     polarity,
     relation,
@@ -116,7 +117,7 @@ class LexicalVerifier:
                 return 0.0
         kind = asked_attribute(question)
         if kind:  # the colour it gives the thing asked about, not another part's
-            claimed = said_of_subject(question, claim, kind) or said.of_kind(kind)
+            claimed = claimed_of_subject(question, claim, kind)
             if claimed - asked.attributes - _given_to_subject(question, evidence, kind):
                 return 0.0
         wanted = said.words or asked.words

@@ -240,9 +240,33 @@ def head_noun(text: str, known_names: frozenset[str], kind: str) -> str | None:
 
 def bound_attributes(sentence: str, nouns: frozenset[str], kind: str) -> frozenset[str]:
     """The attributes of a kind that the sentence says of any of the nouns (stems)."""
-    tokens = _PHRASE_TOKEN.findall(sentence)
-    lowers = [token.lower() for token in tokens]
-    said: set[str] = set()
+    lowers = [token.lower() for token in _PHRASE_TOKEN.findall(sentence)]
+    return _of_kind(lowers, _bound_positions(lowers, nouns), kind)
+
+
+def attributes_of_subject(sentence: str, subject: frozenset[str], kind: str) -> frozenset[str]:
+    """The attributes of a kind that the sentence says of the subject (stems) or of no noun at
+    all: a loose "is a wood-flecked white" counts for the subject, "a white sail" does not."""
+    lowers = [token.lower() for token in _PHRASE_TOKEN.findall(sentence)]
+    others = {
+        STEM(lower)
+        for lower in lowers
+        if lower[0].isalpha() and lower not in STOPWORDS and not attribute(lower)
+    } - subject
+    everywhere = {at for at, lower in enumerate(lowers) if attribute(lower)}
+    elsewhere = _bound_positions(lowers, frozenset(others)) - _bound_positions(lowers, subject)
+    return _of_kind(lowers, everywhere - elsewhere, kind)
+
+
+def _of_kind(lowers: list[str], positions: set[int], kind: str) -> frozenset[str]:
+    found = (attribute(lowers[at]) for at in positions)
+    return frozenset(word for word in found if word and ATTRIBUTE_KIND[word] == kind)
+
+
+def _bound_positions(lowers: list[str], nouns: frozenset[str]) -> set[int]:
+    """Where the attributes said of the nouns stand: before a noun as adjectives, or after a
+    linking verb in the noun's phrase."""
+    said: set[int] = set()
     for at, lower in enumerate(lowers):
         if not lower[0].isalpha() or STEM(lower) not in nouns:
             continue
@@ -252,22 +276,22 @@ def bound_attributes(sentence: str, nouns: frozenset[str], kind: str) -> frozens
                 break
             if lowers[before] in STOPWORDS or not lowers[before][0].isalpha():
                 break
-        for after in range(at + 1, min(at + 1 + LINK_REACH, len(tokens))):
+        for after in range(at + 1, min(at + 1 + LINK_REACH, len(lowers))):
             if lowers[after] in _BREAKS or not lowers[after][0].isalnum():
                 break
             if attribute(lowers[after]) and lowers[after - 1] in _LINKING:
                 said |= _coordinated(lowers, after, +1)
                 break
-    return frozenset(word for word in said if ATTRIBUTE_KIND[word] == kind)
+    return said
 
 
-def _coordinated(lowers: list[str], start: int, step: int) -> set[str]:
-    """The attributes listed together from `start` on: "green and white", "yellow paper"."""
+def _coordinated(lowers: list[str], start: int, step: int) -> set[int]:
+    """Where the attributes listed together from `start` on stand: "green and white",
+    "yellow paper"."""
     found, at = set(), start
     while 0 <= at < len(lowers):
-        quality = attribute(lowers[at])
-        if quality:
-            found.add(quality)
+        if attribute(lowers[at]):
+            found.add(at)
         elif lowers[at] not in _COORDINATING:
             break
         at += step

@@ -21,6 +21,7 @@ from mmrag.generation.lexicon import (
     STEM,
     STOPWORDS,
     as_number,
+    attributes_of_subject,
     bound_attributes,
     denies,
     head_noun,
@@ -75,16 +76,37 @@ def asked_attribute(question: str) -> str | None:
     return "material" if _ASKS_MATERIAL.match(question) else None
 
 
+def _subject(question: str, kind: str) -> frozenset[str] | None:
+    """The stems naming what a colour or material question is about, or None where the
+    attribute is not bound to a noun (shapes) or no head noun is found."""
+    opening = _ASKS_YES_NO.match(question) or _ASKS_ATTRIBUTE.match(question)
+    head = head_noun(question[opening.end() if opening else 0 :], terms(question).names, kind)
+    if kind in BOUND_KINDS and head:
+        return with_synonyms(frozenset({head}))
+    return None
+
+
 def said_of_subject(question: str, sentence: str, kind: str) -> frozenset[str]:
     """The attributes of a kind the sentence gives the question's subject: for colours and
     materials those it says of the subject's head noun (`bound_attributes`: "What colour is
     the sail?" is not answered by "a green hull and a white sail"'s green), for shapes all."""
-    asked, said = terms(question), terms(sentence)
-    opening = _ASKS_YES_NO.match(question) or _ASKS_ATTRIBUTE.match(question)
-    head = head_noun(question[opening.end() if opening else 0 :], asked.names, kind)
-    if kind in BOUND_KINDS and head:
-        return bound_attributes(sentence, with_synonyms(frozenset({head})), kind)
-    return said.of_kind(kind)
+    subject = _subject(question, kind)
+    if subject is None:
+        return terms(sentence).of_kind(kind)
+    return bound_attributes(sentence, subject, kind)
+
+
+def claimed_of_subject(question: str, claim: str, kind: str) -> frozenset[str]:
+    """The attributes of a kind an answer gives the question's subject: those it says of the
+    subject's head noun or of no noun, so "the hull is a wood-flecked white, with a green hull
+    and a white sail" claims white and green for the hull, "a green hull and a white sail"
+    only green. Denied ones ("black, not red") are not claimed; an answer that gives the
+    subject none claims every one it names."""
+    said = terms(claim).of_kind(kind)
+    subject = _subject(question, kind)
+    if subject is None:
+        return said
+    return attributes_of_subject(claim, subject, kind) & said or said
 
 
 def relation(question: str) -> frozenset[str]:

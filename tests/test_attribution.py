@@ -342,6 +342,12 @@ def test_a_colour_said_of_another_part_does_not_answer(attributor):
     assert attributor.attribute(hull, answered("The hull is white [1].", [OSPREY])).attribution != (
         "model"
     )
+    # A colour the answer gives the hull loosely counts, beside one it binds to the word hull;
+    # the white of "a white sail" does not.
+    mixed = "The hull of the Osprey is a white, with a green hull and a white sail [1]."
+    assert attributor.attribute(hull, answered(mixed, [OSPREY])).attribution != "model"
+    both = "The Osprey has a green hull and a white sail [1]."
+    assert attributor.attribute(hull, answered(both, [OSPREY])).attribution == "model"
     glass = "What color is the glass in the window of the Chapel of St. Aidan?"
     said = attributor.attribute(glass, answered("The glass in the window is yellow [1].", [CHAPEL]))
     assert said.attribution == "model"  # "St." ends no sentence, so the caption is one
