@@ -33,6 +33,7 @@ def build_engine(settings: Settings):
         api_key=settings.api_key,
         device=settings.device,
         accepts_images=settings.vision,
+        n_threads=settings.torch_threads,
     )
 
 

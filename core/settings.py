@@ -120,7 +120,10 @@ class Settings(BaseSettings):
         1, ge=1, description="server processes; each loads the models and has its own queues"
     )
     torch_threads: int | None = Field(
-        None, ge=1, description="intra-op threads per process (default: torch's, all cores)"
+        None,
+        ge=1,
+        description="threads per process for torch and the embedded llama.cpp (default: all "
+        "cores; llama.cpp generates on half of them)",
     )
     cors_origins: list[str] = Field(
         default_factory=list, description="origins allowed to call the API from a browser"

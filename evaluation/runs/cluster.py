@@ -27,6 +27,7 @@ from mmrag.evaluation.errors import EvaluationError
 T = TypeVar("T")
 WorkFactory = Callable[[], Callable[[Any], dict[str, Any]]]
 RESTARTS = 3  # a worker lost mid-run is restarted this often, its questions retried as often
+CPUS_PER_WORKER = 1  # what each worker asks of Ray; its pipeline's threads (torch, llama.cpp)
 
 
 class _Worker:
@@ -108,7 +109,7 @@ class ClusterWork(Generic[T]):
         self.in_flight = max(self.in_flight, workers)
         per_worker = math.ceil(self.in_flight / workers)
         actor = ray.remote(_Worker).options(
-            num_cpus=1,
+            num_cpus=CPUS_PER_WORKER,
             num_gpus=self.num_gpus,
             max_concurrency=per_worker,
             max_restarts=RESTARTS,

@@ -42,7 +42,12 @@ from mmrag.evaluation.runs.checkpoint import (
     run_items,
     sibling,
 )
-from mmrag.evaluation.runs.cluster import ClusterWork, add_cluster_options, check_cluster_options
+from mmrag.evaluation.runs.cluster import (
+    CPUS_PER_WORKER,
+    ClusterWork,
+    add_cluster_options,
+    check_cluster_options,
+)
 from mmrag.evaluation.runs.report import (
     Bar,
     Published,
@@ -586,8 +591,12 @@ def run(args: argparse.Namespace) -> int:
     checkpoint = Checkpoint.open(args.out, description, resume=args.resume)
     cluster = None
     if args.executor == "ray":
+        # A worker's pipeline runs on the CPU Ray gives it: threads for every core of its node
+        # would make the node's workers spin against each other.
+        threads = settings.torch_threads or CPUS_PER_WORKER
+        on_worker = settings.model_copy(update={"torch_threads": threads})
         cluster = ClusterWork(
-            partial(build_runner, settings, args.setting, args.k, abstain),
+            partial(build_runner, on_worker, args.setting, args.k, abstain),
             address=args.ray_address,
             workers=args.ray_workers,
             in_flight=args.concurrency,

