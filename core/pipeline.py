@@ -25,7 +25,11 @@ from typing import Any
 from mmrag.core.attachments import AttachedImage
 from mmrag.generation.attribution import UNANSWERED, AbstainPolicy, Attributor
 from mmrag.generation.grounding import CitationGrounder
-from mmrag.generation.scene_text import SceneTextAnswerer, read_off_the_image
+from mmrag.generation.scene_text import (
+    SceneTextAnswerer,
+    cites_what_is_pointed_at,
+    read_off_the_image,
+)
 from mmrag.generation.types import Answer
 from mmrag.generation.writer import AnswerWriter
 from mmrag.retrieval.hybrid import HybridRetriever
@@ -175,6 +179,8 @@ class QARun:
             timings.first_token_s = answer.timings["first_token_s"]
             verifying = time.perf_counter()
             answer = pipeline.attributor.attribute(question, answer, abstain=abstain == "auto")
+            if image is not None and not cites_what_is_pointed_at(question, answer, image.id):
+                answer = pipeline.attributor.unanswered(answer, abstain=abstain == "auto")
             timings.verify_s = time.perf_counter() - verifying
             if image is not None and answer.attribution in UNANSWERED and pipeline.scene_text:
                 reading = time.perf_counter()

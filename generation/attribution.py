@@ -262,6 +262,10 @@ class Attributor:
         if extracted is not None:
             sentence, number = extracted
             return self._cited(answer, sentence, _citations(sources, [number]), "extractive")
+        return self.unanswered(answer, abstain=abstain)
+
+    def unanswered(self, answer: Answer, *, abstain: bool) -> Answer:
+        """An answer no source supports: declined, or kept without citations."""
         if abstain:
             return replace(
                 answer,

@@ -31,7 +31,7 @@ from mmrag.generation.lexicon import (
 
 _ASKS_NUMBER = re.compile(
     r"^\s*(how (many|much|tall|long|old|high|far|big|wide|deep|heavy|large)|when|in what year|"
-    r"what year|which year)\b",
+    r"what year|which year|what number|which number)\b",
     re.IGNORECASE,
 )
 _ASKS_PLACE = re.compile(r"^\s*where\b", re.IGNORECASE)
@@ -62,6 +62,11 @@ COUNT_REACH = 3  # "three red bands": the counted noun within this many words of
 EXTRACTIVE_LONG_QUESTION = 4  # content words from which one may be missing
 
 Verdict = Literal["yes", "no"]
+
+
+def asks_number(question: str) -> bool:
+    """ "How many", "when", "in what year", "what number"."""
+    return bool(_ASKS_NUMBER.match(question))
 
 
 def asks_yes_no(question: str) -> bool:
@@ -130,7 +135,7 @@ def gives_what_is_asked(question: str, sentence: str) -> bool:
     colour for "what colour" (one the question does not name), a name for "what is the name
     of"; other questions ask for nothing this can check."""
     asked, said = terms(question), terms(sentence)
-    if _ASKS_NUMBER.match(question) and not said.numbers - asked.numbers:
+    if asks_number(question) and not said.numbers - asked.numbers:
         return False
     if _ASKS_PLACE.match(question) and not said.names - asked.names:
         return False

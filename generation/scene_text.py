@@ -27,11 +27,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from mmrag.generation.attribution import evidence_text
 from mmrag.generation.citations import cite_sentence, strip_markers
 from mmrag.generation.engines.base import Engine
 from mmrag.generation.errors import GenerationError
+from mmrag.generation.lexicon import STEM, terms
 from mmrag.generation.prompts import scene_text_messages
-from mmrag.generation.questions import asks_yes_no, gives_what_is_asked
+from mmrag.generation.questions import asks_number, asks_yes_no, gives_what_is_asked
 from mmrag.generation.rationale import short_answer
 from mmrag.generation.types import Answer, Citation, SourceLike
 
@@ -40,6 +42,8 @@ DEFAULT_MODE = "similarity"  # the winner on scene-text questions (docs/BENCHMAR
 MAX_WORDS = 3
 MAX_CANDIDATES = 60
 MAX_ANSWER_TOKENS = 12
+_POINTING = re.compile(r"\b(?:this|these)\s+([^\W\d_]+)", re.IGNORECASE)  # "this bus"
+_NUMERIC = re.compile(r"\d+(?:[.,:/-]\d+)*")  # 10, 1887, 5,895, 12:30
 
 
 def candidates(lines: Sequence[str], max_words: int = MAX_WORDS) -> list[str]:
@@ -65,10 +69,14 @@ def _words(text: str) -> set[str]:
 
 def answering(question: str, spans: list[str]) -> list[str]:
     """The spans that say something the question does not, and of those the ones that give
-    what it asks for (a number for "in what year"), where any does."""
+    what it asks for (a number for "in what year"), where any does; for a number, the spans
+    that are one where any is ("10", not the "1" inside "M1SOL" that OCR read off a bus)."""
     asked = _words(question)
     new = [span for span in spans if not _words(span) <= asked] or spans
-    return [span for span in new if gives_what_is_asked(question, span)] or new
+    giving = [span for span in new if gives_what_is_asked(question, span)] or new
+    if asks_number(question):
+        return [span for span in giving if _NUMERIC.fullmatch(span)] or giving
+    return giving
 
 
 @dataclass
@@ -159,6 +167,25 @@ def asks_about(question: str, lines: Sequence[str]) -> bool:
     asked = _words(question)
     read = _words(" ".join(lines)) - {"the", "a", "an", "of", "is", "to", "in", "on", "and"}
     return bool(asked & _ABOUT_THE_IMAGE or asked & read)
+
+
+def cites_what_is_pointed_at(question: str, answer: Answer, image_id: str) -> bool:
+    """Whether an answer to a question pointing at the attached photo ("What does this bus
+    say?") cites the photo or a source that speaks of what it points at (a bus). A small
+    model fed the photo's text beside retrieved captions may frame one of them as the answer
+    ("The text on the side of the bus says: A tabby cat looking to the side"), and a
+    caption of a cat verifies a sentence quoting it; it says nothing of this bus."""
+    pointed = frozenset(  # "this bus" is also about "buses" (stemmed "buse")
+        STEM(word.lower() + ending)
+        for word in _POINTING.findall(question)
+        for ending in ("", "s", "es")
+    )
+    if not pointed or not answer.citations:
+        return True
+    sources = [answer.sources[citation.marker - 1] for citation in answer.citations]
+    return any(
+        source.id == image_id or pointed & terms(evidence_text(source)).words for source in sources
+    )
 
 
 def read_off_the_image(

@@ -391,3 +391,23 @@ def test_attribute_words_are_facts_and_a_denied_one_is_not_asserted():
     assert terms("The Red Door of the Anchor Hotel").words >= {"red", "door"}
     assert yes_no_verdict("Is the door of the Harbor Inn blue?", DOOR.text) == "yes"
     assert yes_no_verdict("Is the roof of the Harbor Inn blue?", DOOR.text) is None
+
+
+def test_an_answer_about_this_photo_cites_it_or_a_source_about_what_it_shows(attributor):
+    """Seen on a real bus photo: SmolLM2 framed a retrieved cat's caption as the bus's text,
+    and the caption, quoted whole, verifies the sentence; the pipeline then reads the photo."""
+    from mmrag.generation.scene_text import cites_what_is_pointed_at
+
+    photo = Src("upload-1", "image", "Your image", "", ocr_text="10 cero emisiones")
+    cat = Src("i-cat", "image", "Cat", "A tabby cat looking to the side.")
+    buses = Src("s-bus", "text", "Buses", "Madrid's buses run on natural gas.")
+    question = "What does the text on the side of this bus say?"
+    raw = 'The text on the side of the bus says: "A tabby cat looking to the side" [2].'
+    framed = attributor.attribute(question, answered(raw, [photo, cat]))
+    assert framed.attribution == "model"  # the verifier alone lets it through
+    assert not cites_what_is_pointed_at(question, framed, "upload-1")
+    read = answered('The bus says "cero emisiones" [1].', [photo, cat])
+    assert cites_what_is_pointed_at(question, read, "upload-1")
+    about_buses = answered("Madrid's buses run on natural gas [2].", [photo, buses])
+    assert cites_what_is_pointed_at(question, about_buses, "upload-1")
+    assert cites_what_is_pointed_at("What colour is the cat?", framed, "upload-1")
