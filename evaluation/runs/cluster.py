@@ -10,7 +10,9 @@ records are saved in question order and a stopped run resumes exactly as a local
 
 Workers read the index and model files at the paths this process was given (relative paths
 from the directory it was started in), so every node must see them there, as on any cluster
-with shared storage. A worker that dies mid-run is restarted by Ray and its questions retried.
+with shared storage. A worker that dies mid-run (its node lost) is not restarted: its
+question goes to another worker, and the run goes on with those left. Restarting it would wait
+for a free CPU that the other workers hold until the run ends.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import math
 import os
 import queue
 import socket
+import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -26,7 +29,6 @@ from mmrag.evaluation.errors import EvaluationError
 
 T = TypeVar("T")
 WorkFactory = Callable[[], Callable[[Any], dict[str, Any]]]
-RESTARTS = 3  # a worker lost mid-run is restarted this often, its questions retried as often
 CPUS_PER_WORKER = 1  # what each worker asks of Ray; its pipeline's threads (torch, llama.cpp)
 
 
@@ -46,7 +48,7 @@ class _Worker:
                 os.chdir(cwd)  # relative paths mean what they meant where the run started
             self.work = make_work()
         except Exception as exc:  # reported to the driver, which stops the run in one line
-            self.error = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
+            self.error = str(exc) or type(exc).__name__
 
     def ready(self) -> tuple[str, str, str | None]:
         return self.node, self.host, self.error
@@ -83,7 +85,10 @@ class ClusterWork(Generic[T]):
         self.num_gpus = num_gpus
         self.nodes: list[str] = []  # each worker's Ray node
         self.shape: Any = None
-        self._slots: queue.Queue[Any] = queue.Queue()
+        self.lost = 0  # workers that died during the run
+        self._slots: queue.Queue[tuple[int, Any]] = queue.Queue()  # (worker number, actor)
+        self._alive: set[int] = set()
+        self._lock = threading.Lock()
 
     def __enter__(self) -> ClusterWork[T]:
         from mmrag.indexes.ray_cluster import connect, disconnect, require_ray
@@ -99,7 +104,12 @@ class ClusterWork(Generic[T]):
 
     def _start(self, ray: Any) -> None:
         capacity = self.shape.gpus if self.num_gpus else self.shape.cpus
-        workers = self.requested or max(1, capacity)
+        if not capacity:
+            raise EvaluationError(
+                f"--device cuda: the Ray cluster has no GPU ({self.shape}); pass --device cpu "
+                "or add GPU nodes"
+            )
+        workers = self.requested or capacity
         if workers > capacity:
             unit = "GPUs" if self.num_gpus else "CPUs"
             raise EvaluationError(
@@ -112,8 +122,6 @@ class ClusterWork(Generic[T]):
             num_cpus=CPUS_PER_WORKER,
             num_gpus=self.num_gpus,
             max_concurrency=per_worker,
-            max_restarts=RESTARTS,
-            max_task_retries=RESTARTS,
         )
         actors = [actor.remote(self.make_work, os.getcwd()) for _ in range(workers)]
         started = ray.get([worker.ready.remote() for worker in actors])
@@ -121,9 +129,10 @@ class ClusterWork(Generic[T]):
             if error is not None:
                 raise EvaluationError(f"a Ray worker on {host} could not start: {error}")
         self.nodes = [node for node, _, _ in started]
+        self._alive = set(range(workers))
         for _ in range(per_worker):
-            for worker in actors:
-                self._slots.put(worker)
+            for number, worker in enumerate(actors):
+                self._slots.put((number, worker))
 
     def __exit__(self, *_: object) -> None:
         from mmrag.indexes.ray_cluster import disconnect
@@ -133,16 +142,44 @@ class ClusterWork(Generic[T]):
     def __call__(self, item: T) -> dict[str, Any]:
         from mmrag.indexes.ray_cluster import require_ray
 
-        worker = self._slots.get()
-        try:
-            return require_ray().get(worker.answer.remote(item))
-        finally:
-            self._slots.put(worker)
+        ray = require_ray()
+        while True:
+            number, worker = self._take()
+            try:
+                record = ray.get(worker.answer.remote(item))
+            except ray.exceptions.RayActorError:
+                self._lose(number)  # its slots are not given back; the item goes elsewhere
+                continue
+            self._slots.put((number, worker))
+            return record
+
+    def _take(self) -> tuple[int, Any]:
+        """A free slot of a live worker; slots of lost workers are dropped as they come up."""
+        while True:
+            with self._lock:
+                if not self._alive:
+                    raise EvaluationError(
+                        f"all {len(self.nodes)} Ray workers were lost; the answers so far are "
+                        "saved: rerun with --resume"
+                    )
+            try:
+                number, worker = self._slots.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            if number in self._alive:
+                return number, worker
+
+    def _lose(self, number: int) -> None:
+        with self._lock:
+            if number in self._alive:
+                self._alive.discard(number)
+                self.lost += 1
 
     def describe(self) -> str:
+        lost = f", {self.lost} lost during the run" if self.lost else ""
         return (
             f"Ray cluster ({self.shape}): {len(self.nodes)} workers on "
-            f"{len(set(self.nodes))} of its nodes, {self.in_flight} questions in flight"
+            f"{len(set(self.nodes))} of its nodes{lost}, {self.in_flight} questions in flight"
         )
 
 
