@@ -123,9 +123,13 @@ def test_a_grounding_vlm_run_counts_replies_without_a_usable_box(tmp_path):
     first, *rest = read_submission(out)
     # 500x347 is 504x336 on Qwen's grid: the box maps back and is rounded outwards.
     assert [int(first[c]) for c in ("left", "top", "right", "bottom")] == [402, 173, 431, 217]
-    assert all(row["right"] == "0" for row in rest)
+    # No usable box: the whole image (IoU = the gold box's share of it), not the empty box.
+    assert [[int(row[c]) for c in ("left", "top", "right", "bottom")] for row in rest] == [
+        [0, 0, 640, 480],
+        [0, 0, 640, 427],
+    ]
     report = (tmp_path / "preds.report.md").read_text()
     assert "Not scored" in report
     counts = table_rows(report, "Counts")
-    assert counts["empty box: no box found"] == ["2"]
+    assert counts["whole image: no box found"] == ["2"]
     assert "no bbox_2d box" in report and "outside the 640x427 image" in report

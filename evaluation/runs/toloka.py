@@ -6,10 +6,12 @@ the answer and `--detector` boxes it, or `--grounder vlm`), and its box, in the 
 CSV's width and height, goes into the competition's submission CSV
 (`image,left,top,right,bottom`, the columns the starter kit's reproduction writes).
 
-Every question gets a row. One that cannot be grounded (its image missing under
-`--skip-missing`, an image that will not decode, a reply with no box, a box outside the image)
-gets the empty box 0,0,0,0, which scores IoU 0 as a missing answer would; the report counts
-each kind. Boxes are written as integers that contain the found box (left and top rounded
+Every question gets a row. When its image decodes but the grounder gives no usable box (a
+reply with no box, a box outside the image), the row is the whole image: its IoU is the gold
+box's share of the image, where an empty box would score 0. When there are no pixels (its image
+missing under `--skip-missing`, an image that will not decode, a failed generator) the row is
+the empty box 0,0,0,0, which scores IoU 0 as a missing answer would. The report counts each
+kind. Boxes are written as integers that contain the found box (left and top rounded
 down, right and bottom up), inside the image.
 
 Steps, each refusable input checked before models load: the questions (`--limit`), their
@@ -69,7 +71,7 @@ if TYPE_CHECKING:  # models load only when a run starts; `mmrag --help` stays in
     from mmrag.generation.grounding import Grounder
 
 EMPTY_BOX = (0, 0, 0, 0)
-# Why a question has the empty box; the report counts each.
+# Why a question has no box of its own (the whole image for NO_BOX, else the empty box).
 MISSING, UNDECODABLE, FAILED, NO_BOX = (
     "image missing",
     "image does not decode",
@@ -116,12 +118,14 @@ class TolokaRunner:
             return _empty(FAILED, str(exc), started)
         timings = {**found.timings, "total_s": time.perf_counter() - started}
         record: dict[str, Any] = {"query": found.query, "timings": timings}
-        if found.region is None:
-            return {**record, "box": None, "reason": NO_BOX, "error": found.error}
-        region = found.region
         # Gold boxes are in the CSV's width x height; an image stored at another size is mapped.
-        sx = (item.width or width) / width
-        sy = (item.height or height) / height
+        frame_width, frame_height = item.width or width, item.height or height
+        if found.region is None:
+            whole = [0.0, 0.0, float(frame_width), float(frame_height)]
+            return {**record, "box": whole, "reason": NO_BOX, "error": found.error}
+        region = found.region
+        sx = frame_width / width
+        sy = frame_height / height
         box = [region.left * sx, region.top * sy, region.right * sx, region.bottom * sy]
         return {**record, "box": box, "score": region.score, "rescaled": (sx, sy) != (1, 1)}
 
@@ -192,7 +196,8 @@ def _scores(info: TolokaRunInfo, metrics: dict[str, float] | None) -> str:
     return (
         "Mean IoU x100 and the shares of questions with IoU above 0.5 and 0.7, computed from the "
         "submission as written (`evaluation.scoring.toloka`, the code `mmrag eval score toloka` "
-        "uses); empty boxes score 0. Published figures: the Toloka VQA paper's private test "
+        "uses); empty boxes score 0, whole-image boxes the gold box's share of the image. "
+        "Published figures: the Toloka VQA paper's private test "
         "(4,504 questions).\n\n"
         + table(["system", "IoU", "IoU > 0.5", "IoU > 0.7"], [ours, *published])
     )
@@ -200,10 +205,10 @@ def _scores(info: TolokaRunInfo, metrics: dict[str, float] | None) -> str:
 
 def _counts(info: TolokaRunInfo) -> str:
     records = [info.records[item.image] for item in info.items]
-    reasons = Counter(record.get("reason") for record in records if record.get("box") is None)
+    reasons = Counter(record["reason"] for record in records if record.get("reason"))
     rows = [
         ("questions with a box", len(records) - sum(reasons.values())),
-        *((f"empty box: {reason}", count) for reason, count in sorted(reasons.items())),
+        *((f"{_fallback(reason)}: {reason}", count) for reason, count in sorted(reasons.items())),
         ("boxes mapped to the CSV's width x height", sum(bool(r.get("rescaled")) for r in records)),
     ]
     if info.run["grounder"] == "detector":
@@ -212,11 +217,15 @@ def _counts(info: TolokaRunInfo) -> str:
     return table(["", "count"], rows)
 
 
+def _fallback(reason: str) -> str:
+    return "whole image" if reason == NO_BOX else "empty box"
+
+
 def _failures(info: TolokaRunInfo, limit: int = 10) -> str:
     failed = [
         (item.image, info.records[item.image])
         for item in info.items
-        if info.records[item.image].get("box") is None
+        if info.records[item.image].get("reason")
     ]
     rows = [[image, record.get("reason"), record.get("error") or ""] for image, record in failed]
     more = f"\n\n... and {len(rows) - limit} more" if len(rows) > limit else ""
@@ -281,8 +290,8 @@ def write_toloka_report(
     if metrics is not None:
         chart = write_chart(info, metrics)
         sections += ["## Chart", f"![IoU beside the published table]({chart.name})"]
-    if any(info.records[item.image].get("box") is None for item in info.items):
-        sections += ["## Empty boxes", _failures(info)]
+    if any(info.records[item.image].get("reason") for item in info.items):
+        sections += ["## Questions without a box of their own", _failures(info)]
     if warnings:
         sections += ["## Scoring notes", "\n".join(f"- {w}" for w in warnings)]
     report = sibling(info.out, ".report.md")
@@ -366,7 +375,9 @@ def run(args: argparse.Namespace) -> int:
         seconds=time.perf_counter() - started,
     )
     report_path = write_toloka_report(info, metrics, warnings)
-    empty = sum(checkpoint.records[item.image].get("box") is None for item in items)
+    records = [checkpoint.records[item.image] for item in items]
+    empty = sum(record.get("box") is None for record in records)
+    whole = sum(record.get("reason") == NO_BOX for record in records)
     scored = (
         "not scored (no gold boxes)"
         if metrics is None
@@ -375,6 +386,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(
         f"toloka: {len(items)} questions ({ran} answered, {info.resumed} resumed, {empty} empty "
-        f"boxes) in {info.seconds:.1f} s; {scored}; wrote {args.out}, {report_path}"
+        f"boxes, {whole} whole images) in {info.seconds:.1f} s; {scored}; wrote {args.out}, "
+        f"{report_path}"
     )
     return 0
