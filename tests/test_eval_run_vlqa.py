@@ -125,7 +125,7 @@ def test_a_vlm_sees_each_image_and_sub_images_side_by_side(tmp_path):
         )  # fmt: skip
         requests = server.chat_requests()
     assert result.returncode == 0, result.stderr
-    # Three requests per item (rationale, direct answer, ...); the similarity choice is local.
+    # Two requests per item (rationale, then direct answer); the similarity choice is local.
     sizes = []
     for body in requests[::2]:
         urls = image_urls(body)
