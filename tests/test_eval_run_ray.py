@@ -109,3 +109,23 @@ def test_a_worker_node_lost_mid_run_hands_its_questions_to_the_others(
     assert out.read_bytes() == local_run.read_bytes()
     answered_by = table_rows((tmp_path / "preds.report.md").read_text(), "Run")["answered by"]
     assert "2 workers on 2 of its nodes, 1 lost during the run" in answered_by[0]
+
+
+def test_a_toloka_run_on_the_cluster_boxes_what_a_local_run_boxes(
+    cluster: str, tiny_owlv2: Path, tmp_path: Path
+) -> None:
+    """Every benchmark's run shards the same way; here each worker loads its own detector."""
+    from tests.test_eval_run_toloka import fixture_rows, write_release
+
+    data = write_release(tmp_path, fixture_rows(4))
+    args = ["eval", "run", "toloka", "--data", str(data), "--images", str(tmp_path / "imgs")]
+    args += ["--detector", str(tiny_owlv2)]
+    local = run_mmrag(*args, "--out", str(tmp_path / "local.csv"))
+    assert local.returncode == 0, local.stderr[-3000:]
+    spread = run_on_loopback(
+        [*MMRAG, *args, "--out", str(tmp_path / "ray.csv"), *on_cluster(cluster)]
+    )
+    assert spread.returncode == 0, spread.stderr[-3000:]
+    assert (tmp_path / "ray.csv").read_bytes() == (tmp_path / "local.csv").read_bytes()
+    run = table_rows((tmp_path / "ray.report.md").read_text(), "Run")
+    assert "2 workers on 2 of its nodes" in run["answered by"][0]

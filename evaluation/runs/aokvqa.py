@@ -21,6 +21,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ from mmrag.evaluation.runs.checkpoint import (
     run_items,
     sibling,
 )
+from mmrag.evaluation.runs.cluster import Answering
 from mmrag.evaluation.runs.report import (
     Bar,
     Reference,
@@ -59,6 +61,7 @@ from mmrag.indexes.errors import InputError
 from mmrag.indexes.images import decode_image
 
 if TYPE_CHECKING:  # models load only when a run starts; `mmrag --help` stays instant
+    from mmrag.core.settings import Settings
     from mmrag.generation.rationale import RationaleWriter
     from mmrag.retrieval.hybrid import HybridRetriever
 
@@ -154,6 +157,37 @@ class AOKVQARunner:
         }
 
 
+def build_runner(
+    settings: Settings,
+    *,
+    choose: str,
+    coco_dir: Path,
+    split: str,
+    captions: dict[str, str],
+    knowledge: int,
+    retrieve: bool,
+) -> AOKVQARunner:
+    """A runner with its own writer (and retriever, with `--index`): what this process, or
+    each Ray worker, builds."""
+    from mmrag.core.components import build_engine, build_retriever
+    from mmrag.generation.rationale import RationaleWriter
+
+    embed = None
+    if choose == "similarity":
+        from mmrag.indexes.encoders.loading import text_encoder
+        from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
+
+        embed = text_encoder(DEFAULT_TEXT_EMBEDDER, device=settings.device).encode_texts
+    return AOKVQARunner(
+        RationaleWriter(build_engine(settings), choose=choose, embed=embed),
+        coco_dir=coco_dir,
+        split=split,
+        captions=captions,
+        retriever=build_retriever(settings) if retrieve else None,
+        knowledge=knowledge,
+    )
+
+
 def predictions(
     items: Sequence[AOKVQAItem], records: dict[str, dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
@@ -174,6 +208,7 @@ class AOKVQARunInfo:
     resumed: int
     skipped: list[Path]  # images missing under --skip-missing
     seconds: float
+    answered_by: str = "this process"
 
 
 def _fmt(metric: str, value: float | None) -> str:
@@ -202,6 +237,7 @@ def _run_table(info: AOKVQARunInfo) -> str:
         ),
         ("skipped (image missing)", len(info.skipped)),
         ("wall time", f"{info.seconds:.1f} s (this process, models loading included)"),
+        ("answered by", info.answered_by),
     ]
     return table(["", ""], rows)
 
@@ -327,9 +363,6 @@ def add_parser(benches: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mmrag.core.components import build_engine, build_retriever
-    from mmrag.generation.rationale import RationaleWriter
-
     started = time.perf_counter()
     check_run_options(args)
     check_file("--captions", args.captions)
@@ -365,28 +398,24 @@ def run(args: argparse.Namespace) -> int:
     }
     checkpoint = Checkpoint.open(args.out, description, resume=args.resume)
 
-    embed = None
-    if args.choose == "similarity":
-        from mmrag.indexes.encoders.loading import text_encoder
-        from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
-
-        embed = text_encoder(DEFAULT_TEXT_EMBEDDER, device=settings.device).encode_texts
-    runner = AOKVQARunner(
-        RationaleWriter(build_engine(settings), choose=args.choose, embed=embed),
+    remote = partial(
+        build_runner,
+        choose=args.choose,
         coco_dir=args.coco_dir,
         split=split,
         captions=captions,
-        retriever=build_retriever(settings) if args.index is not None else None,
         knowledge=args.knowledge,
+        retrieve=args.index is not None,
     )
-    ran = run_items(
-        items,
-        lambda i: i.question_id,
-        runner,
-        checkpoint,
-        desc=f"aokvqa {split}",
-        concurrency=args.concurrency,
-    )
+    with Answering(args, settings, remote) as answering:
+        ran = run_items(
+            items,
+            lambda i: i.question_id,
+            answering.work(),
+            checkpoint,
+            desc=f"aokvqa {split}",
+            concurrency=answering.in_flight,
+        )
     text = json.dumps(predictions(items, checkpoint.records), indent=2) + "\n"
     checkpoint.finish(args.out, text)
 
@@ -409,6 +438,7 @@ def run(args: argparse.Namespace) -> int:
         resumed=len(items) - ran,
         skipped=sorted(skipped),
         seconds=time.perf_counter() - started,
+        answered_by=answering.describe(),
     )
     report_path = write_aokvqa_report(info, metrics, warnings)
     scored = (

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from mmrag.evaluation.errors import EvaluationError
+from mmrag.evaluation.runs.cluster import add_cluster_options, check_cluster_options
 from mmrag.indexes.atomic import atomic_write_text
 from mmrag.indexes.journal import whole_lines
 
@@ -284,6 +285,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "time). llama-cpp-python's server answers one request at a time and needs "
         "--interrupt_requests False, or it cuts answers short",
     )
+    add_cluster_options(parser)
 
 
 def check_limit(limit: int | None) -> None:
@@ -294,6 +296,7 @@ def check_limit(limit: int | None) -> None:
 def check_run_options(args: argparse.Namespace) -> None:
     """The options of `add_run_options` that argparse cannot refuse by itself."""
     check_limit(args.limit)
+    check_cluster_options(args)
     if args.concurrency < 1:
         raise EvaluationError(f"--concurrency must be at least 1, got {args.concurrency}")
     if args.concurrency > 1:

@@ -1,8 +1,9 @@
 """Eval runs whose questions are answered on a Ray cluster (`--executor ray`).
 
 A run's questions are independent, so they shard without coordination: each Ray actor builds
-its own pipeline once (retrieval, selection, the citation check, and the generator client or
-an embedded model) and answers the questions it is handed; only questions and finished records
+its own runner once (for WebQA the whole pipeline: retrieval, selection, the citation check;
+for Toloka the grounder; the writer for the others; each with its generator client or an
+embedded model) and answers the questions it is handed; only questions and finished records
 cross the network. The generator is whatever the settings name: one shared endpoint (a vLLM
 server batching every worker's requests) or an embedded model per worker. This process keeps
 the checkpoint: `ClusterWork` is the `work` of `run_items`, called from its worker threads, so
@@ -23,12 +24,17 @@ import queue
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from mmrag.evaluation.errors import EvaluationError
 
+if TYPE_CHECKING:
+    from mmrag.core.settings import Settings
+
 T = TypeVar("T")
-WorkFactory = Callable[[], Callable[[Any], dict[str, Any]]]
+Work = Callable[[Any], dict[str, Any]]
+WorkFactory = Callable[[], Work]
 CPUS_PER_WORKER = 1  # what each worker asks of Ray; its pipeline's threads (torch, llama.cpp)
 
 
@@ -41,7 +47,7 @@ class _Worker:
 
         self.node = ray.get_runtime_context().get_node_id()
         self.host = socket.gethostname()
-        self.work: Callable[[Any], dict[str, Any]] | None = None
+        self.work: Work | None = None
         self.error: str | None = None
         try:
             if os.path.isdir(cwd):
@@ -181,6 +187,52 @@ class ClusterWork(Generic[T]):
             f"Ray cluster ({self.shape}): {len(self.nodes)} workers on "
             f"{len(set(self.nodes))} of its nodes{lost}, {self.in_flight} questions in flight"
         )
+
+
+class Answering:
+    """Where an eval run's questions are answered: in this process, or with `--executor ray`
+    by `remote(settings)` built once on each Ray worker (`ClusterWork`), its threads those of
+    the one CPU Ray gives it (threads for every core of a node would make the node's workers
+    spin against each other). Enter it before models load here: a cluster that cannot take
+    the run refuses it first."""
+
+    def __init__(self, args: Any, settings: Settings, remote: Callable[[Settings], Work]) -> None:
+        self.settings = settings
+        self.remote = remote
+        self.concurrency = args.concurrency
+        self.cluster: ClusterWork[Any] | None = None
+        if args.executor == "ray":
+            threads = settings.torch_threads or CPUS_PER_WORKER
+            on_worker = settings.model_copy(update={"torch_threads": threads})
+            self.cluster = ClusterWork(
+                partial(remote, on_worker),
+                address=args.ray_address,
+                workers=args.ray_workers,
+                in_flight=args.concurrency,
+                num_gpus=1.0 if (settings.device or "").startswith("cuda") else 0.0,
+            )
+
+    def __enter__(self) -> Answering:
+        if self.cluster is not None:
+            self.cluster.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.cluster is not None:
+            self.cluster.__exit__(*exc)
+
+    def work(self, local: WorkFactory | None = None) -> Work:
+        """The cluster's work, or this process's: `local()`, by default `remote(settings)`."""
+        if self.cluster is not None:
+            return self.cluster
+        return local() if local is not None else self.remote(self.settings)
+
+    @property
+    def in_flight(self) -> int:
+        return self.cluster.in_flight if self.cluster is not None else self.concurrency
+
+    def describe(self) -> str:
+        return self.cluster.describe() if self.cluster is not None else "this process"
 
 
 def check_cluster_options(args: Any) -> None:

@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ from mmrag.evaluation.runs.checkpoint import (
     run_items,
     sibling,
 )
+from mmrag.evaluation.runs.cluster import Answering
 from mmrag.evaluation.runs.report import (
     Bar,
     Published,
@@ -55,6 +57,7 @@ from mmrag.generation.scene_text import ANSWER_MODES, DEFAULT_MODE
 from mmrag.indexes.atomic import atomic_write_text
 
 if TYPE_CHECKING:
+    from mmrag.core.settings import Settings
     from mmrag.generation.scene_text import SceneTextAnswerer
 
 STVQA_PAPER = "ST-VQA challenge (ICDAR 2019), task 3 test set"
@@ -98,6 +101,20 @@ class STVQARunner:
         }
 
 
+def build_runner(
+    settings: Settings, *, mode: str, lines: dict[str, list[str]], root: Path
+) -> STVQARunner:
+    """A runner with its own answerer, over the lines OCR read before the question loop: what
+    this process, or each Ray worker, builds."""
+    from mmrag.core.components import build_engine, minilm_embed
+    from mmrag.generation.scene_text import SceneTextAnswerer
+
+    embed = minilm_embed() if mode == "similarity" else None
+    return STVQARunner(
+        SceneTextAnswerer(build_engine(settings), mode=mode, embed=embed), lines, root
+    )
+
+
 def read_images(
     items: Sequence[STVQAItem], root: Path, args: argparse.Namespace, settings
 ) -> dict[str, list[str]]:
@@ -136,6 +153,7 @@ class STVQARunInfo:
     ran_now: int
     skipped: list[Path]
     seconds: float
+    answered_by: str = "this process"
 
 
 def _comparability(info: STVQARunInfo) -> str:
@@ -166,6 +184,7 @@ def _run_table(info: STVQARunInfo) -> str:
         ),
         ("skipped (image missing)", len(info.skipped)),
         ("wall time", f"{info.seconds:.1f} s (this process, OCR and model loading included)"),
+        ("answered by", info.answered_by),
     ]
     return table(["", ""], rows)
 
@@ -309,9 +328,6 @@ def add_parser(benches: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mmrag.core.components import build_engine, minilm_embed
-    from mmrag.generation.scene_text import SceneTextAnswerer
-
     started = time.perf_counter()
     check_run_options(args)
     if args.ocr_workers < 1:
@@ -353,19 +369,16 @@ def run(args: argparse.Namespace) -> int:
     lines = read_images(
         [i for i in items if i.question_id not in checkpoint.records], args.images, args, settings
     )
-    answerer = SceneTextAnswerer(
-        build_engine(settings),
-        mode=args.answer,
-        embed=minilm_embed() if args.answer == "similarity" else None,
-    )
-    ran = run_items(
-        items,
-        lambda i: i.question_id,
-        STVQARunner(answerer, lines, args.images),
-        checkpoint,
-        desc="stvqa",
-        concurrency=args.concurrency,
-    )
+    remote = partial(build_runner, mode=args.answer, lines=lines, root=args.images)
+    with Answering(args, settings, remote) as answering:
+        ran = run_items(
+            items,
+            lambda i: i.question_id,
+            answering.work(),
+            checkpoint,
+            desc="stvqa",
+            concurrency=answering.in_flight,
+        )
     submission = [
         {
             "question_id": submission_id(item.question_id),
@@ -393,6 +406,7 @@ def run(args: argparse.Namespace) -> int:
         ran_now=ran,
         skipped=sorted(skipped),
         seconds=time.perf_counter() - started,
+        answered_by=answering.describe(),
     )
     report_path = write_stvqa_report(info, metrics, warnings)
     scored = (

@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -52,6 +53,7 @@ from mmrag.evaluation.runs.checkpoint import (
     run_items,
     sibling,
 )
+from mmrag.evaluation.runs.cluster import Answering
 from mmrag.evaluation.runs.report import (
     TOLOKA,
     Bar,
@@ -68,6 +70,7 @@ from mmrag.indexes.errors import InputError
 from mmrag.indexes.images import decode_image
 
 if TYPE_CHECKING:  # models load only when a run starts; `mmrag --help` stays instant
+    from mmrag.core.settings import Settings
     from mmrag.generation.grounding import Grounder
 
 EMPTY_BOX = (0, 0, 0, 0)
@@ -130,6 +133,13 @@ class TolokaRunner:
         return {**record, "box": box, "score": region.score, "rescaled": (sx, sy) != (1, 1)}
 
 
+def build_runner(settings: Settings, *, images: Path) -> TolokaRunner:
+    """A runner with its own grounder: what this process, or each Ray worker, builds."""
+    from mmrag.core.components import build_engine, build_grounder
+
+    return TolokaRunner(build_grounder(settings, build_engine(settings)), images)
+
+
 def submission_box(record: dict[str, Any]) -> tuple[int, int, int, int]:
     """Whole pixels containing the found box (floor, floor, ceil, ceil); the empty box else."""
     box = record.get("box")
@@ -157,6 +167,7 @@ class TolokaRunInfo:
     ran_now: int
     resumed: int
     seconds: float
+    answered_by: str = "this process"
 
 
 def _strategy(run: dict[str, Any]) -> str:
@@ -176,6 +187,7 @@ def _run_table(info: TolokaRunInfo) -> str:
             f"{len(info.items)} ({info.ran_now} answered in this run, {info.resumed} resumed)",
         ),
         ("wall time", f"{info.seconds:.1f} s (this process, models loading included)"),
+        ("answered by", info.answered_by),
     ]
     return table(["", ""], rows)
 
@@ -324,7 +336,7 @@ def add_parser(benches: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mmrag.core.components import build_engine, build_grounder, grounding_problem
+    from mmrag.core.components import grounding_problem
 
     started = time.perf_counter()
     check_run_options(args)
@@ -347,16 +359,15 @@ def run(args: argparse.Namespace) -> int:
         **settings.model_dump(mode="json", include=set(GROUNDING_FIELDS)),
     }
     checkpoint = Checkpoint.open(args.out, description, resume=args.resume)
-    grounder = build_grounder(settings, build_engine(settings))
-    runner = TolokaRunner(grounder, args.images)
-    ran = run_items(
-        items,
-        lambda item: item.image,
-        runner,
-        checkpoint,
-        desc="toloka",
-        concurrency=args.concurrency,
-    )
+    with Answering(args, settings, partial(build_runner, images=args.images)) as answering:
+        ran = run_items(
+            items,
+            lambda item: item.image,
+            answering.work(),
+            checkpoint,
+            desc="toloka",
+            concurrency=answering.in_flight,
+        )
     checkpoint.finish(args.out, submission(items, checkpoint.records))
 
     metrics, warnings = None, []
@@ -373,6 +384,7 @@ def run(args: argparse.Namespace) -> int:
         ran_now=ran,
         resumed=len(items) - ran,
         seconds=time.perf_counter() - started,
+        answered_by=answering.describe(),
     )
     report_path = write_toloka_report(info, metrics, warnings)
     records = [checkpoint.records[item.image] for item in items]

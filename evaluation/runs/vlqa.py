@@ -24,6 +24,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ from mmrag.evaluation.runs.checkpoint import (
     run_items,
     sibling,
 )
+from mmrag.evaluation.runs.cluster import Answering
 from mmrag.evaluation.runs.report import (
     VLQA,
     Bar,
@@ -63,6 +65,7 @@ from mmrag.indexes.images import decode_image
 
 if TYPE_CHECKING:  # models load only when a run starts; `mmrag --help` stays instant
     from mmrag.core.attachments import ImageAttacher
+    from mmrag.core.settings import Settings
     from mmrag.generation.rationale import RationaleWriter
 
 FORMATS = ("official", "by-id")
@@ -184,9 +187,24 @@ class VLQARunner:
             "direct_answer": result.direct_answer,
             "rationale": result.rationale,
             "image_error": image_error,
+            "engine_sees_images": self.writer.engine.info.accepts_images,
             "scene_text": scene_text,
             "timings": {**result.timings, "total_s": time.perf_counter() - started},
         }
+
+
+def build_runner(
+    settings: Settings, *, images: Path, texts: dict[str, str], choose: str, ocr: bool
+) -> VLQARunner:
+    """A runner with its own writer (and OCR reader, for text-only engines with `--ocr`): what
+    this process, or each Ray worker, builds."""
+    from mmrag.core.components import build_attacher, build_engine, build_rationale_writer
+
+    writer = build_rationale_writer(build_engine(settings), choose)
+    read_text = None
+    if ocr and not writer.engine.info.accepts_images:
+        read_text = scene_text_reader(build_attacher(settings))
+    return VLQARunner(writer, images=images, texts=texts, read_text=read_text)
 
 
 def predictions(
@@ -208,6 +226,7 @@ class VLQARunInfo:
     resumed: int
     seconds: float
     sees_images: bool
+    answered_by: str = "this process"
 
 
 def _run_table(info: VLQARunInfo) -> str:
@@ -227,6 +246,7 @@ def _run_table(info: VLQARunInfo) -> str:
             f"{len(info.items)} ({info.ran_now} answered in this run, {info.resumed} resumed)",
         ),
         ("wall time", f"{info.seconds:.1f} s (this process, models loading included)"),
+        ("answered by", info.answered_by),
     ]
     return table(["", ""], rows)
 
@@ -333,7 +353,6 @@ def add_parser(benches: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mmrag.core.components import build_attacher, build_engine, build_rationale_writer
 
     started = time.perf_counter()
     check_run_options(args)
@@ -361,19 +380,19 @@ def run(args: argparse.Namespace) -> int:
         **settings.model_dump(mode="json", include={"engine", "model", "engine_url", "vision"}),
     }
     checkpoint = Checkpoint.open(args.out, description, resume=args.resume)
-    writer = build_rationale_writer(build_engine(settings), args.choose)
-    read_text = None
-    if args.ocr and not writer.engine.info.accepts_images:
-        read_text = scene_text_reader(build_attacher(settings))
-    runner = VLQARunner(writer, images=args.images, texts=texts, read_text=read_text)
-    ran = run_items(
-        items,
-        lambda item: item.question_id,
-        runner,
-        checkpoint,
-        desc="vlqa",
-        concurrency=args.concurrency,
+    remote = partial(
+        build_runner, images=args.images, texts=texts, choose=args.choose, ocr=args.ocr
     )
+    with Answering(args, settings, remote) as answering:
+        runner = answering.work()
+        ran = run_items(
+            items,
+            lambda item: item.question_id,
+            runner,
+            checkpoint,
+            desc="vlqa",
+            concurrency=answering.in_flight,
+        )
     written = predictions(items, checkpoint.records, split=args.split, form=args.format)
     checkpoint.finish(args.out, json.dumps(written, indent=2) + "\n")
 
@@ -395,7 +414,8 @@ def run(args: argparse.Namespace) -> int:
         ran_now=ran,
         resumed=len(items) - ran,
         seconds=time.perf_counter() - started,
-        sees_images=writer.engine.info.accepts_images,
+        sees_images=any(record.get("engine_sees_images") for record in checkpoint.records.values()),
+        answered_by=answering.describe(),
     )
     report_path = write_vlqa_report(info, metrics, warnings)
     scored = "not scored" if metrics is None else f"accuracy {number(100 * metrics['accuracy'], 2)}"

@@ -18,7 +18,6 @@ subset and setting they were measured on.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import time
 from collections import Counter
@@ -42,12 +41,7 @@ from mmrag.evaluation.runs.checkpoint import (
     run_items,
     sibling,
 )
-from mmrag.evaluation.runs.cluster import (
-    CPUS_PER_WORKER,
-    ClusterWork,
-    add_cluster_options,
-    check_cluster_options,
-)
+from mmrag.evaluation.runs.cluster import Answering
 from mmrag.evaluation.runs.report import (
     Bar,
     Published,
@@ -163,7 +157,7 @@ class WebQARunner:
 
 
 def build_runner(
-    settings: Settings, setting: str, k: int | None, abstain: AbstainPolicy
+    settings: Settings, *, setting: str, k: int | None, abstain: AbstainPolicy
 ) -> WebQARunner:
     """A runner with its own pipeline: what each Ray worker of `--executor ray` builds."""
     from mmrag.core.components import build_pipeline
@@ -554,7 +548,6 @@ def add_parser(benches: argparse._SubParsersAction) -> None:
         "--images", type=Path, help="imgs.tsv (checked; the index reads its own image store)"
     )
     add_run_options(webqa)
-    add_cluster_options(webqa)
     webqa.add_argument("--k", type=int, help="full setting: candidates retrieved (--rerank-k)")
     webqa.add_argument(
         "--fl-model", help="BART for fluency (hub name or directory); without it FL is null"
@@ -569,7 +562,6 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     check_run_options(args)
-    check_cluster_options(args)
     check_file("--images", args.images)
     restricted = args.setting == "restricted"
     questions = loader.load_gold_files(args.data, args.split, with_negatives=restricted)
@@ -589,21 +581,10 @@ def run(args: argparse.Namespace) -> int:
         **pipeline_description(settings),
     }
     checkpoint = Checkpoint.open(args.out, description, resume=args.resume)
-    cluster = None
-    if args.executor == "ray":
-        # A worker's pipeline runs on the CPU Ray gives it: threads for every core of its node
-        # would make the node's workers spin against each other.
-        threads = settings.torch_threads or CPUS_PER_WORKER
-        on_worker = settings.model_copy(update={"torch_threads": threads})
-        cluster = ClusterWork(
-            partial(build_runner, on_worker, args.setting, args.k, abstain),
-            address=args.ray_address,
-            workers=args.ray_workers,
-            in_flight=args.concurrency,
-            num_gpus=1.0 if (settings.device or "").startswith("cuda") else 0.0,
-        )
-    # A cluster that cannot take the run refuses it before any model loads here.
-    with cluster or contextlib.nullcontext():
+    answering = Answering(
+        args, settings, partial(build_runner, setting=args.setting, k=args.k, abstain=abstain)
+    )
+    with answering:  # a cluster that cannot take the run refuses it before models load here
         fl = None
         if args.fl_model:
             from mmrag.evaluation.metrics.fluency import BartLogLikelihood
@@ -612,11 +593,17 @@ def run(args: argparse.Namespace) -> int:
         pipeline = build_pipeline(settings)
         if restricted:
             check_facts_indexed(questions, pipeline)
-        in_flight = cluster.in_flight if cluster else args.concurrency
-        work = cluster or WebQARunner(pipeline, args.setting, k=args.k, abstain=abstain)
+        work = answering.work(
+            lambda: WebQARunner(pipeline, args.setting, k=args.k, abstain=abstain)
+        )
         desc = f"webqa {args.setting} {args.split}"
         ran = run_items(
-            questions, lambda q: q.guid, work, checkpoint, desc=desc, concurrency=in_flight
+            questions,
+            lambda q: q.guid,
+            work,
+            checkpoint,
+            desc=desc,
+            concurrency=answering.in_flight,
         )
     text = json.dumps(submission(questions, checkpoint.records), indent=2) + "\n"
     checkpoint.finish(args.out, text)
@@ -646,8 +633,8 @@ def run(args: argparse.Namespace) -> int:
         retrievers=pipeline.retriever.retrievers,
         fusion=pipeline.retriever.fusion,
         threshold=pipeline.selector.threshold,
-        concurrency=in_flight,
-        executor=cluster.describe() if cluster else "this process",
+        concurrency=answering.in_flight,
+        executor=answering.describe(),
     )
     report = write_webqa_report(info, scores)
     metrics = scores.overall.metrics
