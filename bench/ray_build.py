@@ -27,6 +27,7 @@ import os
 import platform
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,11 +42,52 @@ WEBQA_IMAGES = 390_000
 LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
-def fit(points: list[tuple[int, float]]) -> dict:
-    """fixed + per_source * n through the two sizes' wall times."""
+WORKER_COUNTS = (2, 16, 64)  # one-core workers the full-size estimates are given for
+
+
+def fit(points: list[tuple[int, float]], per: str = "source") -> dict:
+    """fixed + per_item * n through the two sizes' wall times (key `per_{per}_ms`)."""
     (n1, t1), (n2, t2) = points
-    per_source = (t2 - t1) / (n2 - n1)
-    return {"fixed_s": round(t1 - per_source * n1, 1), "per_source_ms": round(per_source * 1000, 3)}
+    per_item = (t2 - t1) / (n2 - n1)
+    return {"fixed_s": round(t1 - per_item * n1, 1), f"per_{per}_ms": round(per_item * 1000, 3)}
+
+
+def hours(fixed_s: float, per_item_ms: float, items: int, share: float = 1.0) -> float:
+    """fixed + per_item * items, the per-item part times `share` (of the workers' work)."""
+    return round((fixed_s + per_item_ms / 1000 * items * share) / 3600, 2)
+
+
+def hours_on_workers(fixed_s: float, per_item_ms: float, items: int) -> dict[int, float]:
+    """The per-item cost was measured on two one-core workers (one worker's is twice it),
+    divided among W workers: linear scaling, assumed beyond the two nodes measured."""
+    return {w: hours(fixed_s, per_item_ms, items, 2 / w) for w in WORKER_COUNTS}
+
+
+def machine() -> dict:
+    return {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_average_1m_at_start": round(os.getloadavg()[0], 2),
+        "gpu": "none",
+    }
+
+
+def each_executor(measure: Callable[[str, list[str]], None]) -> None:
+    """`measure(mode, flags)` for the three ways a command runs: `local` (the default),
+    `ray-local` (`--executor ray`, a Ray instance of its own), and `ray-cluster` on a
+    two-node cluster on loopback (one CPU per node), started here beforehand."""
+    from ray.cluster_utils import Cluster
+
+    os.environ.update(LOOPBACK_ONLY)
+    measure("local", [])
+    measure("ray-local", ["--executor", "ray"])
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        measure("ray-cluster", ["--executor", "ray", "--ray-address", cluster.address])
+    finally:
+        cluster.shutdown()
 
 
 def main() -> None:
@@ -53,18 +95,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs=2, default=[2000, 6000])
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    os.environ.update(LOOPBACK_ONLY)
-    from ray.cluster_utils import Cluster
-
-    results: dict = {
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_average_1m_at_start": round(os.getloadavg()[0], 2),
-            "gpu": "none",
-        },
-        "builds": {},
-    }
+    results: dict = {"machine": machine(), "builds": {}}
     with tempfile.TemporaryDirectory() as tmp:
         corpora = {
             size: write_corpus(Path(tmp) / f"corpus-{size}.jsonl", size) for size in args.sizes
@@ -80,16 +111,7 @@ def main() -> None:
                 results["builds"].setdefault(mode, {})[size] = figures
                 print(json.dumps({mode: {size: figures}}), file=sys.stderr)
 
-        # Before the cluster exists: without an address, Ray joins a cluster it finds running.
-        build("local", [])
-        build("ray-local", ["--executor", "ray"])
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-        try:
-            cluster.add_node(num_cpus=1)
-            cluster.wait_for_nodes()
-            build("ray-cluster", ["--executor", "ray", "--ray-address", cluster.address])
-        finally:
-            cluster.shutdown()
+        each_executor(build)
     sizes = args.sizes
     fits = {
         mode: fit([(size, runs[size]["wall_s"]) for size in sizes])
@@ -109,25 +131,15 @@ def main() -> None:
     results["webqa_release_estimate"] = {
         "sources": WEBQA_SOURCES,
         "images": WEBQA_IMAGES,
-        "minilm_hours_local_2_cores": round(
-            (fits["local"]["fixed_s"] + fits["local"]["per_source_ms"] / 1000 * WEBQA_SOURCES)
-            / 3600,
-            2,
+        "minilm_hours_local_2_cores": hours(
+            fits["local"]["fixed_s"], fits["local"]["per_source_ms"], WEBQA_SOURCES
         ),
-        "minilm_hours_on_workers_of_one_core": {
-            workers: round(
-                (
-                    cluster_fit["fixed_s"]
-                    + cluster_fit["per_source_ms"] / 1000 * WEBQA_SOURCES * 2 / workers
-                )
-                / 3600,
-                2,
-            )
-            for workers in (2, 16, 64)
-        },
+        "minilm_hours_on_workers_of_one_core": hours_on_workers(
+            cluster_fit["fixed_s"], cluster_fit["per_source_ms"], WEBQA_SOURCES
+        ),
         "ocr_hours_on_workers_of_one_core": {
-            workers: round(ocr_per_image_core_s * WEBQA_IMAGES / workers / 3600, 2)
-            for workers in (2, 16, 64)
+            workers: hours(0, ocr_per_image_core_s * 1000, WEBQA_IMAGES, 1 / workers)
+            for workers in WORKER_COUNTS
         },
         "note": "per-source cost measured on two one-CPU nodes of one 2-core machine, "
         "divided among W one-core workers (linear scaling assumed, not measured beyond two "

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.build import timed_child
-from bench.ray_build import LOOPBACK_ONLY, fit
+from bench.ray_build import each_executor, fit, hours, hours_on_workers, machine
 from bench.report import write_report
 from bench.service import ensure_index
 
@@ -45,19 +44,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--workdir", type=Path, default=ROOT / "var" / "bench")
     args = parser.parse_args()
-    os.environ.update(LOOPBACK_ONLY)
-    from ray.cluster_utils import Cluster
-
     index = ensure_index(args.workdir / "service-index")
-    results: dict = {
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_average_1m_at_start": round(os.getloadavg()[0], 2),
-            "gpu": "none",
-        },
-        "runs": {},
-    }
+    results: dict = {"machine": machine(), "runs": {}}
     submissions: dict[tuple[str, int], bytes] = {}
     with tempfile.TemporaryDirectory() as tmp:
 
@@ -73,49 +61,27 @@ def main() -> None:
                 submissions[mode, count] = out.read_bytes()
                 print(json.dumps({mode: {count: figures}}), file=sys.stderr)
 
-        run("local", [])
-        run("ray-local", ["--executor", "ray"])
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-        try:
-            cluster.add_node(num_cpus=1)
-            cluster.wait_for_nodes()
-            run("ray-cluster", ["--executor", "ray", "--ray-address", cluster.address])
-        finally:
-            cluster.shutdown()
+        each_executor(run)
     counts = args.questions
     results["same_submission_as_local"] = {
         mode: all(submissions[mode, n] == submissions["local", n] for n in counts)
         for mode in results["runs"]
     }
     runs = results["runs"]
-    fits = {mode: fit([(n, runs[mode][n]["wall_s"]) for n in counts]) for mode in runs}
     results["fit"] = {
-        mode: {"fixed_s": line["fixed_s"], "per_question_ms": line["per_source_ms"]}
-        for mode, line in fits.items()
+        mode: fit([(n, runs[mode][n]["wall_s"]) for n in counts], per="question") for mode in runs
     }
     results["speedup_vs_local"] = {
         mode: {n: round(runs["local"][n]["wall_s"] / runs[mode][n]["wall_s"], 2) for n in counts}
         for mode in runs
     }
-    # The cluster's per-question part was measured on two one-CPU workers: one worker's cost
-    # per question is twice it, divided among W workers.
     local, cluster_fit = results["fit"]["local"], results["fit"]["ray-cluster"]
     results["webqa_test_estimate_hours"] = {
         "questions": WEBQA_TEST_QUESTIONS,
-        "local_2_cores": round(
-            (local["fixed_s"] + local["per_question_ms"] / 1000 * WEBQA_TEST_QUESTIONS) / 3600, 2
+        "local_2_cores": hours(local["fixed_s"], local["per_question_ms"], WEBQA_TEST_QUESTIONS),
+        "on_workers_of_one_core": hours_on_workers(
+            cluster_fit["fixed_s"], cluster_fit["per_question_ms"], WEBQA_TEST_QUESTIONS
         ),
-        "on_workers_of_one_core": {
-            workers: round(
-                (
-                    cluster_fit["fixed_s"]
-                    + cluster_fit["per_question_ms"] / 1000 * WEBQA_TEST_QUESTIONS * 2 / workers
-                )
-                / 3600,
-                2,
-            )
-            for workers in (2, 16, 64)
-        },
         "note": "embedded SmolLM2 on every worker; linear scaling assumed beyond the two "
         "measured nodes",
     }
