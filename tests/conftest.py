@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import (
-    LOOPBACK_ONLY,
     SAMPLE,
     SAMPLE_JSON,
     image_fact,
@@ -17,6 +16,7 @@ from tests.helpers import (
     run_mmrag,
     running_llama_server,
     text_fact,
+    two_node_cluster,
     write_imgs_tsv,
 )
 
@@ -151,17 +151,7 @@ def tiny_owlv2(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def cluster() -> str:
-    """A real two-node Ray cluster on loopback (`ray.cluster_utils.Cluster`, one CPU per node),
-    shared by the index-build and eval-run tests; the head's address."""
-    from ray.cluster_utils import Cluster
-
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in LOOPBACK_ONLY.items():
-            patch.setenv(name, value)
-        nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-        try:
-            nodes.add_node(num_cpus=1)
-            nodes.wait_for_nodes()
-            yield nodes.address
-        finally:
-            nodes.shutdown()
+    """The two-node loopback cluster shared by the index-build and eval-run tests; the head's
+    address."""
+    with two_node_cluster() as (nodes, _):
+        yield nodes.address

@@ -8,9 +8,11 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -176,16 +178,55 @@ def sign_jpeg(*lines: str, size: tuple[int, int] = (400, 150)) -> bytes:
     return buffer.getvalue()
 
 
-def _loopback_env() -> dict[str, str]:
+def loopback_env() -> dict[str, str]:
     return {**os.environ, **LOOPBACK_ONLY, "PYTHONPATH": str(REPO)}
 
 
 def run_on_loopback(command: list[str]) -> subprocess.CompletedProcess[str]:
     """A command that joins the test cluster, kept to loopback as the cluster is."""
-    return subprocess.run(command, capture_output=True, text=True, env=_loopback_env(), timeout=600)
+    return subprocess.run(command, capture_output=True, text=True, env=loopback_env(), timeout=600)
 
 
 def start_on_loopback(command: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_loopback_env()
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=loopback_env()
     )
+
+
+@contextmanager
+def two_node_cluster() -> Iterator[tuple[Any, Any]]:
+    """A real Ray cluster of two nodes on loopback (`ray.cluster_utils.Cluster`, one CPU per
+    node): the cluster, and its second node for tests that take it away."""
+    from ray.cluster_utils import Cluster
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in LOOPBACK_ONLY.items():
+            patch.setenv(name, value)
+        nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        try:
+            worker = nodes.add_node(num_cpus=1)
+            nodes.wait_for_nodes()
+            yield nodes, worker
+        finally:
+            nodes.shutdown()
+
+
+def wait_until(
+    process: subprocess.Popen[str], ready: Callable[[], bool], timeout_s: float = 300
+) -> None:
+    """Poll `ready()` while `process` runs; fail, with its output, if it ends first."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        assert process.poll() is None, f"it ended first: {process.communicate()}"
+        assert time.monotonic() < deadline, f"not ready within {timeout_s:g} s"
+        time.sleep(0.02)
+
+
+def lose_node_when(
+    nodes: Any, node: Any, process: subprocess.Popen[str], ready: Callable[[], bool]
+) -> tuple[str, str]:
+    """Remove `node` without grace once `ready()` says `process` is under way; then wait for
+    the process and return its stdout and stderr."""
+    wait_until(process, ready)
+    nodes.remove_node(node, allow_graceful=False)
+    return process.communicate(timeout=300)

@@ -7,11 +7,9 @@ report and `eval score` must agree on); the others use `--limit` to stay quick.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -20,13 +18,14 @@ from PIL import Image
 from mmrag.evaluation.errors import EvaluationError
 from mmrag.evaluation.runs.checkpoint import Checkpoint, partial_path
 from tests.helpers import (
-    LOOPBACK_ONLY,
     MMRAG,
     REPO,
     SAMPLE,
     SAMPLE_JSON,
     assert_one_line_error,
+    loopback_env,
     run_mmrag,
+    wait_until,
 )
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -173,22 +172,21 @@ def interrupt_after(args: list[str], partial: Path, answered: int) -> subprocess
     SIGINT is reset to its default in the child: a test runner started in the background
     would otherwise hand it down ignored, and Python would then never raise KeyboardInterrupt.
     """
-    env = {**os.environ, **LOOPBACK_ONLY, "PYTHONPATH": str(REPO)}  # a Ray run stays on loopback
     process = subprocess.Popen(
         [*MMRAG, *args],
         cwd=REPO,
-        env=env,
+        env=loopback_env(),  # a Ray run stays on loopback
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 120
     try:
-        while not (partial.exists() and len(complete_lines(partial)) > answered):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "no answers in the partial file after 120 s"
-            time.sleep(0.02)
+        wait_until(
+            process,
+            lambda: partial.exists() and len(complete_lines(partial)) > answered,
+            timeout_s=120,
+        )
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=60)
     finally:

@@ -6,20 +6,20 @@ and a `--resume` on the cluster, and (slow) after a worker node is lost mid-run.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 from mmrag.evaluation.runs.checkpoint import partial_path
 from tests.helpers import (
-    LOOPBACK_ONLY,
     MMRAG,
     assert_one_line_error,
     free_port,
+    lose_node_when,
     run_mmrag,
     run_on_loopback,
     start_on_loopback,
+    two_node_cluster,
 )
 from tests.test_eval_run import complete_lines, interrupt_after, table_rows, webqa_args
 
@@ -82,28 +82,16 @@ def test_a_worker_node_lost_mid_run_hands_its_questions_to_the_others(
     sample_index: Path, local_run: Path, tmp_path: Path
 ) -> None:
     """A cluster of its own, since a node goes: the run goes on with the worker left."""
-    from ray.cluster_utils import Cluster
-
     out = tmp_path / "preds.json"
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in LOOPBACK_ONLY.items():
-            patch.setenv(name, value)
-        nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-        try:
-            worker = nodes.add_node(num_cpus=1)
-            nodes.wait_for_nodes()
-            args = webqa_args(sample_index, out, *QUESTIONS, *on_cluster(nodes.address))
-            run = start_on_loopback([*MMRAG, *args])
-            deadline = time.monotonic() + 300
-            partial = partial_path(out)
-            while not (partial.exists() and len(complete_lines(partial)) > 2):
-                assert run.poll() is None, run.communicate()
-                assert time.monotonic() < deadline, "no answers within 300 s"
-                time.sleep(0.02)
-            nodes.remove_node(worker, allow_graceful=False)
-            stdout, stderr = run.communicate(timeout=300)
-        finally:
-            nodes.shutdown()
+    partial = partial_path(out)
+    with two_node_cluster() as (nodes, worker):
+        args = webqa_args(sample_index, out, *QUESTIONS, *on_cluster(nodes.address))
+        run = start_on_loopback([*MMRAG, *args])
+
+        def answered() -> bool:
+            return partial.exists() and len(complete_lines(partial)) > 2
+
+        stdout, stderr = lose_node_when(nodes, worker, run, answered)
     assert run.returncode == 0, stderr[-3000:]
     assert f"{QUESTION_COUNT} questions ({QUESTION_COUNT} answered" in stdout
     assert out.read_bytes() == local_run.read_bytes()

@@ -20,15 +20,17 @@ import pytest
 
 from mmrag.indexes.collection import Collection
 from tests.helpers import (
-    LOOPBACK_ONLY,
     MMRAG,
     SAMPLE,
     SAMPLE_JSON,
     assert_one_line_error,
     free_port,
+    lose_node_when,
     run_mmrag,
     run_on_loopback,
     start_on_loopback,
+    two_node_cluster,
+    wait_until,
 )
 
 SAMPLE_INPUTS = ["--corpus", str(SAMPLE_JSON), "--images", str(SAMPLE / "imgs.tsv")]
@@ -111,13 +113,7 @@ def test_an_interrupted_cluster_build_resumes_from_its_finished_batches(
     out, work = tmp_path / "index", tmp_path / "index.ray-work"
     command = cluster_build(cluster, out, "--ocr", "--ray-batch-size", "4")
     build = start_on_loopback(command)
-    deadline = time.monotonic() + 300
-    while len(list(work.glob("*/part-*.npz"))) < 6:
-        assert build.poll() is None, (
-            f"the build ended before it was stopped: {build.stderr.read()[-2000:]}"
-        )
-        assert time.monotonic() < deadline, "no batch finished within 300 s"
-        time.sleep(0.02)
+    wait_until(build, lambda: len(list(work.glob("*/part-*.npz"))) >= 6)
     build.send_signal(signal.SIGKILL)
     build.wait(30)
     finished = len(list(work.glob("*/part-*.npz")))
@@ -205,27 +201,15 @@ def test_a_worker_node_that_dies_mid_build_loses_nothing(
     local_index: Path, tmp_path: Path, sample_questions, minilm
 ):
     """A cluster of its own, since a node goes: the pool goes on with the actors left."""
-    from ray.cluster_utils import Cluster
+    out, work = tmp_path / "index", tmp_path / "index.ray-work"
+    with two_node_cluster() as (nodes, worker):
+        command = cluster_build(nodes.address, out, "--ray-batch-size", "4")
+        build = start_on_loopback(command)
 
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in LOOPBACK_ONLY.items():
-            patch.setenv(name, value)
-        nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-        try:
-            worker = nodes.add_node(num_cpus=1)
-            nodes.wait_for_nodes()
-            out, work = tmp_path / "index", tmp_path / "index.ray-work"
-            command = cluster_build(nodes.address, out, "--ray-batch-size", "4")
-            build = start_on_loopback(command)
-            deadline = time.monotonic() + 300
-            while len(list(work.glob("*/part-*.npz"))) < 4:
-                assert build.poll() is None, "the build ended before the node was removed"
-                assert time.monotonic() < deadline, "no batch finished within 300 s"
-                time.sleep(0.02)
-            nodes.remove_node(worker, allow_graceful=False)
-            stdout, stderr = build.communicate(timeout=300)
-        finally:
-            nodes.shutdown()
+        def batches_done() -> bool:
+            return len(list(work.glob("*/part-*.npz"))) >= 4
+
+        stdout, stderr = lose_node_when(nodes, worker, build, batches_done)
     assert build.returncode == 0, stderr[-3000:]
     assert "indexed 339 sources" in stdout
     built, local = Collection(out), Collection(local_index)
