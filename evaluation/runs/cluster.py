@@ -28,6 +28,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from mmrag.evaluation.errors import EvaluationError
+from mmrag.indexes.executor import EXECUTORS
 
 if TYPE_CHECKING:
     from mmrag.core.settings import Settings
@@ -91,7 +92,7 @@ class ClusterWork(Generic[T]):
         self.num_gpus = num_gpus
         self.nodes: list[str] = []  # each worker's Ray node
         self.shape: Any = None
-        self.lost = 0  # workers that died during the run
+        self._ray: Any = None
         self._slots: queue.Queue[tuple[int, Any]] = queue.Queue()  # (worker number, actor)
         self._alive: set[int] = set()
         self._lock = threading.Lock()
@@ -99,10 +100,10 @@ class ClusterWork(Generic[T]):
     def __enter__(self) -> ClusterWork[T]:
         from mmrag.indexes.ray_cluster import connect, disconnect, require_ray
 
-        ray = require_ray()
+        self._ray = require_ray()
         self.shape = connect(self.address)
         try:
-            self._start(ray)
+            self._start(self._ray)
         except BaseException:
             disconnect()
             raise
@@ -146,14 +147,11 @@ class ClusterWork(Generic[T]):
         disconnect()
 
     def __call__(self, item: T) -> dict[str, Any]:
-        from mmrag.indexes.ray_cluster import require_ray
-
-        ray = require_ray()
         while True:
             number, worker = self._take()
             try:
-                record = ray.get(worker.answer.remote(item))
-            except ray.exceptions.RayActorError:
+                record = self._ray.get(worker.answer.remote(item))
+            except self._ray.exceptions.RayActorError:
                 self._lose(number)  # its slots are not given back; the item goes elsewhere
                 continue
             self._slots.put((number, worker))
@@ -177,12 +175,11 @@ class ClusterWork(Generic[T]):
 
     def _lose(self, number: int) -> None:
         with self._lock:
-            if number in self._alive:
-                self._alive.discard(number)
-                self.lost += 1
+            self._alive.discard(number)
 
     def describe(self) -> str:
-        lost = f", {self.lost} lost during the run" if self.lost else ""
+        gone = len(self.nodes) - len(self._alive)
+        lost = f", {gone} lost during the run" if gone else ""
         return (
             f"Ray cluster ({self.shape}): {len(self.nodes)} workers on "
             f"{len(set(self.nodes))} of its nodes{lost}, {self.in_flight} questions in flight"
@@ -254,7 +251,7 @@ def add_cluster_options(parser: Any) -> None:
     group = parser.add_argument_group("scaling out (Ray)")
     group.add_argument(
         "--executor",
-        choices=("local", "ray"),
+        choices=EXECUTORS,
         default="local",
         help="where questions are answered: this process, or pipelines on a Ray cluster, one "
         "per worker (pip install 'mmrag[ray]'); the submission is the same",
