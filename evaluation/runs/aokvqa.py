@@ -36,15 +36,14 @@ from mmrag.evaluation.io import as_id, read_json
 from mmrag.evaluation.loaders import aokvqa as loader
 from mmrag.evaluation.loaders.aokvqa import AOKVQAItem
 from mmrag.evaluation.runs.checkpoint import (
+    Answering,
     Checkpoint,
     add_run_options,
     check_file,
     check_run_options,
     print_warnings,
-    run_items,
     sibling,
 )
-from mmrag.evaluation.runs.cluster import Answering
 from mmrag.evaluation.runs.report import (
     Bar,
     Reference,
@@ -408,14 +407,7 @@ def run(args: argparse.Namespace) -> int:
         retrieve=args.index is not None,
     )
     with Answering(args, settings, remote) as answering:
-        ran = run_items(
-            items,
-            lambda i: i.question_id,
-            answering.work(),
-            checkpoint,
-            desc=f"aokvqa {split}",
-            concurrency=answering.in_flight,
-        )
+        ran = answering.run(items, lambda i: i.question_id, checkpoint, desc=f"aokvqa {split}")
     text = json.dumps(predictions(items, checkpoint.records), indent=2) + "\n"
     checkpoint.finish(args.out, text)
 

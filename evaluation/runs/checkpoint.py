@@ -11,8 +11,9 @@ Questions run in file order, so a run is deterministic given its models. With `-
 server batches them; answers may finish out of order but are appended in question order, so
 with a deterministic generator the submission is that of a one-at-a-time run. A Ctrl-C then
 waits for the answers in flight and saves every finished one (still in question order, with
-gaps where an earlier one never ran). Everything a run can refuse (options, data files, a
-partial file of another run) is checked before any model loads.
+gaps where an earlier one never ran). `Answering` runs that loop with the run's own runner,
+here or on a Ray cluster (`cluster.ClusterWork`). Everything a run can refuse (options, data
+files, a partial file of another run) is checked before any model loads.
 """
 
 from __future__ import annotations
@@ -25,13 +26,24 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
+from functools import partial
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from mmrag.evaluation.errors import EvaluationError
-from mmrag.evaluation.runs.cluster import add_cluster_options, check_cluster_options
+from mmrag.evaluation.runs.cluster import (
+    CPUS_PER_WORKER,
+    ClusterWork,
+    Work,
+    WorkFactory,
+    add_cluster_options,
+    check_cluster_options,
+)
 from mmrag.indexes.atomic import atomic_write_text
 from mmrag.indexes.journal import whole_lines
+
+if TYPE_CHECKING:
+    from mmrag.core.settings import Settings
 
 FORMAT = "mmrag eval run checkpoint"
 VERSION = 1
@@ -265,6 +277,62 @@ def _finish_in_flight(
         for item, future in pending
         if future.done() and not future.cancelled() and future.exception() is None
     ]
+
+
+class Answering:
+    """Where an eval run's questions are answered: in this process, or with `--executor ray`
+    by `remote(settings)` built once on each Ray worker (`ClusterWork`), its threads those of
+    the one CPU Ray gives it (threads for every core of a node would make the node's workers
+    spin against each other). Enter it before models load here: a cluster that cannot take
+    the run refuses it first."""
+
+    def __init__(self, args: Any, settings: Settings, remote: Callable[[Settings], Work]) -> None:
+        self.settings = settings
+        self.remote = remote
+        self.concurrency = args.concurrency
+        self.cluster: ClusterWork[Any] | None = None
+        if args.executor == "ray":
+            threads = settings.torch_threads or CPUS_PER_WORKER
+            on_worker = settings.model_copy(update={"torch_threads": threads})
+            self.cluster = ClusterWork(
+                partial(remote, on_worker),
+                address=args.ray_address,
+                workers=args.ray_workers,
+                in_flight=args.concurrency,
+                num_gpus=1.0 if (settings.device or "").startswith("cuda") else 0.0,
+            )
+
+    def __enter__(self) -> Answering:
+        if self.cluster is not None:
+            self.cluster.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.cluster is not None:
+            self.cluster.__exit__(*exc)
+
+    def run(
+        self,
+        items: Sequence[T],
+        key: Callable[[T], str],
+        checkpoint: Checkpoint,
+        *,
+        desc: str,
+        local: WorkFactory | None = None,
+    ) -> int:
+        """`run_items` with the cluster's work, or this process's: `local()`, by default
+        `remote(settings)`; `in_flight` questions at once."""
+        work = self.cluster
+        if work is None:
+            work = local() if local is not None else self.remote(self.settings)
+        return run_items(items, key, work, checkpoint, desc=desc, concurrency=self.in_flight)
+
+    @property
+    def in_flight(self) -> int:
+        return self.cluster.in_flight if self.cluster is not None else self.concurrency
+
+    def describe(self) -> str:
+        return self.cluster.describe() if self.cluster is not None else "this process"
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

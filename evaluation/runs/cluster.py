@@ -24,14 +24,10 @@ import queue
 import socket
 import threading
 from collections.abc import Callable
-from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from mmrag.evaluation.errors import EvaluationError
 from mmrag.indexes.executor import EXECUTORS
-
-if TYPE_CHECKING:
-    from mmrag.core.settings import Settings
 
 T = TypeVar("T")
 Work = Callable[[Any], dict[str, Any]]
@@ -184,52 +180,6 @@ class ClusterWork(Generic[T]):
             f"Ray cluster ({self.shape}): {len(self.nodes)} workers on "
             f"{len(set(self.nodes))} of its nodes{lost}, {self.in_flight} questions in flight"
         )
-
-
-class Answering:
-    """Where an eval run's questions are answered: in this process, or with `--executor ray`
-    by `remote(settings)` built once on each Ray worker (`ClusterWork`), its threads those of
-    the one CPU Ray gives it (threads for every core of a node would make the node's workers
-    spin against each other). Enter it before models load here: a cluster that cannot take
-    the run refuses it first."""
-
-    def __init__(self, args: Any, settings: Settings, remote: Callable[[Settings], Work]) -> None:
-        self.settings = settings
-        self.remote = remote
-        self.concurrency = args.concurrency
-        self.cluster: ClusterWork[Any] | None = None
-        if args.executor == "ray":
-            threads = settings.torch_threads or CPUS_PER_WORKER
-            on_worker = settings.model_copy(update={"torch_threads": threads})
-            self.cluster = ClusterWork(
-                partial(remote, on_worker),
-                address=args.ray_address,
-                workers=args.ray_workers,
-                in_flight=args.concurrency,
-                num_gpus=1.0 if (settings.device or "").startswith("cuda") else 0.0,
-            )
-
-    def __enter__(self) -> Answering:
-        if self.cluster is not None:
-            self.cluster.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.cluster is not None:
-            self.cluster.__exit__(*exc)
-
-    def work(self, local: WorkFactory | None = None) -> Work:
-        """The cluster's work, or this process's: `local()`, by default `remote(settings)`."""
-        if self.cluster is not None:
-            return self.cluster
-        return local() if local is not None else self.remote(self.settings)
-
-    @property
-    def in_flight(self) -> int:
-        return self.cluster.in_flight if self.cluster is not None else self.concurrency
-
-    def describe(self) -> str:
-        return self.cluster.describe() if self.cluster is not None else "this process"
 
 
 def check_cluster_options(args: Any) -> None:

@@ -35,14 +35,13 @@ from mmrag.evaluation.loaders import stvqa as loader
 from mmrag.evaluation.loaders.stvqa import STVQAItem
 from mmrag.evaluation.metrics.anls import anls_score
 from mmrag.evaluation.runs.checkpoint import (
+    Answering,
     Checkpoint,
     add_run_options,
     check_run_options,
     print_warnings,
-    run_items,
     sibling,
 )
-from mmrag.evaluation.runs.cluster import Answering
 from mmrag.evaluation.runs.report import (
     Bar,
     Published,
@@ -371,14 +370,7 @@ def run(args: argparse.Namespace) -> int:
     )
     remote = partial(build_runner, mode=args.answer, lines=lines, root=args.images)
     with Answering(args, settings, remote) as answering:
-        ran = run_items(
-            items,
-            lambda i: i.question_id,
-            answering.work(),
-            checkpoint,
-            desc="stvqa",
-            concurrency=answering.in_flight,
-        )
+        ran = answering.run(items, lambda i: i.question_id, checkpoint, desc="stvqa")
     submission = [
         {
             "question_id": submission_id(item.question_id),

@@ -46,14 +46,13 @@ from mmrag.evaluation.errors import EvaluationError
 from mmrag.evaluation.loaders import toloka as loader
 from mmrag.evaluation.loaders.toloka import BOX_COLUMNS, TolokaItem
 from mmrag.evaluation.runs.checkpoint import (
+    Answering,
     Checkpoint,
     add_run_options,
     check_run_options,
     print_warnings,
-    run_items,
     sibling,
 )
-from mmrag.evaluation.runs.cluster import Answering
 from mmrag.evaluation.runs.report import (
     TOLOKA,
     Bar,
@@ -360,14 +359,7 @@ def run(args: argparse.Namespace) -> int:
     }
     checkpoint = Checkpoint.open(args.out, description, resume=args.resume)
     with Answering(args, settings, partial(build_runner, images=args.images)) as answering:
-        ran = run_items(
-            items,
-            lambda item: item.image,
-            answering.work(),
-            checkpoint,
-            desc="toloka",
-            concurrency=answering.in_flight,
-        )
+        ran = answering.run(items, lambda item: item.image, checkpoint, desc="toloka")
     checkpoint.finish(args.out, submission(items, checkpoint.records))
 
     metrics, warnings = None, []

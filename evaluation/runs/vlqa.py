@@ -39,15 +39,14 @@ from mmrag.evaluation.io import read_json
 from mmrag.evaluation.loaders import vlqa as loader
 from mmrag.evaluation.loaders.vlqa import VLQAItem
 from mmrag.evaluation.runs.checkpoint import (
+    Answering,
     Checkpoint,
     add_run_options,
     check_file,
     check_run_options,
     print_warnings,
-    run_items,
     sibling,
 )
-from mmrag.evaluation.runs.cluster import Answering
 from mmrag.evaluation.runs.report import (
     VLQA,
     Bar,
@@ -384,15 +383,7 @@ def run(args: argparse.Namespace) -> int:
         build_runner, images=args.images, texts=texts, choose=args.choose, ocr=args.ocr
     )
     with Answering(args, settings, remote) as answering:
-        runner = answering.work()
-        ran = run_items(
-            items,
-            lambda item: item.question_id,
-            runner,
-            checkpoint,
-            desc="vlqa",
-            concurrency=answering.in_flight,
-        )
+        ran = answering.run(items, lambda item: item.question_id, checkpoint, desc="vlqa")
     written = predictions(items, checkpoint.records, split=args.split, form=args.format)
     checkpoint.finish(args.out, json.dumps(written, indent=2) + "\n")
 

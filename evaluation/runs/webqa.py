@@ -33,15 +33,14 @@ from mmrag.evaluation.loaders import webqa as loader
 from mmrag.evaluation.loaders.webqa import WebQAPrediction
 from mmrag.evaluation.metrics.fluency import LogLikelihood
 from mmrag.evaluation.runs.checkpoint import (
+    Answering,
     Checkpoint,
     add_run_options,
     check_file,
     check_run_options,
     print_warnings,
-    run_items,
     sibling,
 )
-from mmrag.evaluation.runs.cluster import Answering
 from mmrag.evaluation.runs.report import (
     Bar,
     Published,
@@ -593,17 +592,12 @@ def run(args: argparse.Namespace) -> int:
         pipeline = build_pipeline(settings)
         if restricted:
             check_facts_indexed(questions, pipeline)
-        work = answering.work(
-            lambda: WebQARunner(pipeline, args.setting, k=args.k, abstain=abstain)
-        )
-        desc = f"webqa {args.setting} {args.split}"
-        ran = run_items(
+        ran = answering.run(
             questions,
             lambda q: q.guid,
-            work,
             checkpoint,
-            desc=desc,
-            concurrency=answering.in_flight,
+            desc=f"webqa {args.setting} {args.split}",
+            local=lambda: WebQARunner(pipeline, args.setting, k=args.k, abstain=abstain),
         )
     text = json.dumps(submission(questions, checkpoint.records), indent=2) + "\n"
     checkpoint.finish(args.out, text)
