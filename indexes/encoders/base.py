@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -42,8 +45,32 @@ def quiet_model_loading() -> None:
 
 
 def pick_device(device: str | None) -> str:
+    """The device asked for, else cuda where torch sees a GPU. A machine with no GPU driver is
+    "cpu" without asking torch: importing it takes 2 s on 2 cores, and the CPU path needs none."""
     if device:
         return device
+    driver = Path("/proc/driver/nvidia").exists() or Path("/dev/kfd").exists()
+    if not driver and "torch" not in sys.modules:
+        return "cpu"
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def limit_threads(count: int | None) -> None:
+    """Cap the cores this process's encoders use (onnxruntime, and torch whenever it loads):
+    each Ray worker and each of `serve --workers` gets its share rather than every core."""
+    if not count:
+        return
+    os.environ["OMP_NUM_THREADS"] = str(count)  # torch takes it when it loads
+    if (torch := sys.modules.get("torch")) is not None:
+        torch.set_num_threads(count)
+
+
+def thread_limit() -> int | None:
+    """OMP_NUM_THREADS: set by `limit_threads`, by Ray to each worker's CPUs, or by the user
+    (torch reads it itself; onnxruntime is told)."""
+    try:
+        return int(os.environ.get("OMP_NUM_THREADS", "")) or None
+    except ValueError:
+        return None

@@ -3,19 +3,39 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
-from mmrag.indexes.encoders.base import PROBE_TEXT, EncoderInfo
+from mmrag.indexes.encoders.base import (
+    PROBE_TEXT,
+    EncoderInfo,
+    TextEncoder,
+    pick_device,
+    thread_limit,
+)
 from mmrag.indexes.encoders.clip import ClipEncoder, load_clip
-from mmrag.indexes.encoders.text import SentenceTransformerEncoder
+from mmrag.indexes.encoders.onnx_text import load_onnx_encoder
+from mmrag.indexes.encoders.text import SentenceTransformerEncoder, resolve_text_embedder
 from mmrag.indexes.errors import IndexFormatError
 
 PROBE_AGREEMENT = 0.99
 
 
+def text_encoder(name_or_path: str, device: str | None = None) -> TextEncoder:
+    """On CPU, a local sentence-transformers folder runs from its ONNX export (no torch on a
+    question's path); on a GPU, or for a model the export cannot reproduce, on
+    sentence-transformers. One per model and device in a process, however it is called."""
+    return _text_encoder(name_or_path, device)
+
+
 @lru_cache(maxsize=4)
-def text_encoder(name_or_path: str, device: str | None = None) -> SentenceTransformerEncoder:
+def _text_encoder(name_or_path: str, device: str | None) -> TextEncoder:
+    location = Path(resolve_text_embedder(name_or_path))
+    if pick_device(device) == "cpu" and location.is_dir():
+        fast = load_onnx_encoder(name_or_path, location, threads=thread_limit())
+        if fast is not None:
+            return fast
     return SentenceTransformerEncoder(name_or_path, device=device)
 
 
