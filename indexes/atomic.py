@@ -30,11 +30,28 @@ AT_FDCWD = -100
 RENAME_EXCHANGE = 2
 
 
+def _read_umask() -> int:
+    """Read once, at import: setting it to read it is not safe once other threads write."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _read_umask()
+
+
+def _mode_of_a_new(path: Path, mode: int) -> None:
+    """mkstemp and mkdtemp make private files (0600, 0700); what we write is shared as
+    open() and mkdir() would share it (say, an index built by root for a service user)."""
+    os.chmod(path, mode & ~UMASK)
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        _mode_of_a_new(Path(tmp), 0o666)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -168,6 +185,7 @@ def atomic_directory(
         tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}-", suffix=".tmp", dir=final.parent)
     )
     try:
+        _mode_of_a_new(tmp, 0o777)
         yield tmp
         before_swap()
         previous = _swap_in(tmp, final)

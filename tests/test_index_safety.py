@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -235,3 +236,14 @@ def test_cleanup_removes_only_debris_of_dead_builds(tmp_path: Path):
         "idx",
         *(n for n, kept in names.items() if kept),
     }
+
+
+def test_an_index_is_readable_as_any_file_made_by_its_builder(tiny_webqa, tmp_path: Path):
+    """mkstemp and mkdtemp make private files: an index built by root in an image must still
+    be readable by the service's own user."""
+    from mmrag.indexes.atomic import UMASK
+
+    out = tmp_path / "idx"
+    build_index([tiny_webqa["json"]], out)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~UMASK
+    assert stat.S_IMODE((out / "manifest.json").stat().st_mode) == 0o666 & ~UMASK
