@@ -38,8 +38,18 @@ from mmrag.retrieval.types import ModalityFilter
 
 # How long past the deadline a consumer waits for the worker to report the timeout itself.
 DEADLINE_GRACE_S = 0.5
-# How long leaving a run's `with` block waits for its worker to stop (one token, normally).
-WORKER_STOP_S = 5.0
+# Every run's worker thread until its work ends, whoever still waits for it.
+_workers: set[threading.Thread] = set()
+
+
+def runs_in_flight() -> int:
+    """Runs whose worker still works: after Ctrl-C, or past a deadline the engine outlived.
+
+    Such a worker may be inside llama.cpp or onnxruntime, and a Python process that finalises
+    while a daemon thread runs native code is aborted by the C++ runtime ("terminate called
+    without an active exception"), so the `mmrag` command then leaves without finalising.
+    """
+    return sum(worker.is_alive() for worker in list(_workers))
 
 
 @dataclass
@@ -93,18 +103,16 @@ class QARun:
         self._worker = threading.Thread(
             target=self._work, args=(pipeline, question, options), name="qa-run", daemon=True
         )
+        _workers.add(self._worker)
         self._worker.start()
 
     def __enter__(self) -> QARun:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
-        """Close; when leaving on an exception (Ctrl-C, say), also give the worker a moment to
-        stop, since a process that exits while llama.cpp runs in a daemon thread is aborted by
-        the C++ runtime. A run that returned its result, a timeout included, never waits."""
+    def __exit__(self, *_: object) -> None:
+        """Close, never waiting: the worker stops at its next token. A process that exits
+        while it still runs must not finalise (`runs_in_flight`)."""
         self.close()
-        if exc_type is not None:
-            self._worker.join(WORKER_STOP_S)
 
     def close(self) -> None:
         """Stop at the next token; never blocks, so an event loop may call it."""
@@ -195,6 +203,8 @@ class QARun:
             self._events.put(("done", QAResult(answer, selection, timings)))
         except BaseException as exc:  # handed to the consumer, who raises it
             self._events.put(("error", exc))
+        finally:
+            _workers.discard(threading.current_thread())
 
 
 class QAPipeline:

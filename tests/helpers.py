@@ -6,8 +6,10 @@ from __future__ import annotations
 import base64
 import io
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -77,6 +79,58 @@ def run_mmrag(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     )
 
 
+def default_sigint() -> None:
+    """For a child that must see Ctrl-C: a test runner started in the background hands SIGINT
+    down ignored, and Python would then never raise KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextmanager
+def interruptible_mmrag(*args: str) -> Iterator[subprocess.Popen[str]]:
+    """`mmrag ARGS` as a user starts it in a terminal (Ctrl-C reaches it, loopback only), its
+    output piped; killed on leaving the block if it is still running."""
+    process = subprocess.Popen(
+        [*MMRAG, *args],
+        cwd=REPO,
+        env=loopback_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def slowed_down(
+    process: subprocess.Popen, share: float = 0.1, period_s: float = 0.02
+) -> Iterator[None]:
+    """`process` runs at `share` of this CPU's speed inside the block, as on a much slower
+    machine: it is stopped and continued in turn (SIGSTOP, SIGCONT), `period_s` a cycle."""
+    done = threading.Event()
+
+    def throttle() -> None:
+        while not done.is_set() and process.poll() is None:
+            process.send_signal(signal.SIGCONT)
+            done.wait(period_s * share)
+            process.send_signal(signal.SIGSTOP)
+            done.wait(period_s * (1 - share))
+
+    throttler = threading.Thread(target=throttle, name="slowed-down", daemon=True)
+    throttler.start()
+    try:
+        yield
+    finally:
+        done.set()
+        throttler.join()
+        process.send_signal(signal.SIGCONT)  # a no-op once it has ended
+
+
 def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
     """The CLI's promise for bad input: non-zero exit, one line naming the problem, no traceback."""
     assert result.returncode != 0
@@ -107,7 +161,12 @@ def running_process(
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT
+            command,
+            cwd=REPO,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            preexec_fn=default_sigint,
         )
     try:
         deadline = time.monotonic() + timeout_s

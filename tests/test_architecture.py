@@ -8,6 +8,7 @@ imports of every module instead of trusting that they run.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import tomllib
@@ -114,3 +115,46 @@ def test_only_mmrag_is_importable_outside_the_checkout(tmp_path: Path):
 def test_each_part_is_a_documented_folder(part: str):
     assert (REPO / part / "__init__.py").is_file()
     assert f"`{part}/`" in (REPO / "docs" / "ARCHITECTURE.md").read_text()
+
+
+TIME_CALLS = {"time", "perf_counter", "monotonic"}
+TIME_NAMES = re.compile(r"(elapsed|seconds|latency|duration|per_s|_s|_ms)$")
+
+
+def reads_a_time(node: ast.AST) -> bool:
+    """A clock read, or a name, attribute or key that holds seconds (`elapsed`, `"generate_s"`)."""
+    for part in ast.walk(node):
+        if isinstance(part, ast.Attribute) and part.attr in TIME_CALLS:
+            return True  # time.perf_counter(), time.monotonic(), time.time()
+        if isinstance(part, ast.Name) and TIME_NAMES.search(part.id):
+            return True
+        if isinstance(part, ast.Attribute) and TIME_NAMES.search(part.attr):
+            return True
+        text = part.value if isinstance(part, ast.Constant) else None
+        if isinstance(text, str) and TIME_NAMES.search(text):
+            return True
+    return False
+
+
+def test_no_test_asserts_a_wall_clock_threshold():
+    """A time limit in a test fails on any machine slower than its author's: timings belong in
+    bench/ and docs/BENCHMARKS.md. (Comparing with 0, or a clock with a deadline variable, as a
+    bounded wait does, is not a threshold.)"""
+    found = set()
+    for path in modules("tests"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Assert):
+                continue
+            for compare in (n for n in ast.walk(node.test) if isinstance(n, ast.Compare)):
+                operands = [compare.left, *compare.comparators]
+                limits = [
+                    o
+                    for o in operands
+                    if isinstance(o, ast.Constant)
+                    and isinstance(o.value, int | float)
+                    and not isinstance(o.value, bool)
+                    and o.value != 0
+                ]
+                if limits and any(reads_a_time(o) for o in operands if o not in limits):
+                    found.add(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not found, sorted(found)

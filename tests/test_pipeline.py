@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -71,9 +70,10 @@ def test_closing_a_run_mid_answer_frees_the_engine_for_the_next(pipeline):
     result = run.wait()
     assert result.answer.generation_error == "the request was cancelled"
     assert result.answer.sources  # the sources still come back
-    started = time.perf_counter()
+    engine_lock = pipeline.writer.engine.lock
+    assert engine_lock.acquire(blocking=False), "the cancelled run still holds the engine"
+    engine_lock.release()
     assert pipeline.answer(QUESTION).answer.generation_error is None
-    assert time.perf_counter() - started < 10
 
 
 def test_bad_input_reaches_the_caller_as_the_error_it_is(pipeline):
@@ -97,14 +97,13 @@ def test_an_engine_that_hangs_before_its_first_token_meets_the_deadline(
         frozen = build_pipeline(settings)
         server.send_signal(signal.SIGSTOP)
         try:
-            started = time.perf_counter()
             result = frozen.answer(QUESTION, timeout_s=1.0)
-            elapsed = time.perf_counter() - started
         finally:
             server.send_signal(signal.SIGCONT)
+    # The engine's own HTTP timeout (a minute) would have ended in another error: this one is
+    # the run's deadline, reached while the server was still frozen.
     assert result.answer.generation_error == "generation timed out after 1 s"
     assert result.answer.sources and result.answer.text == ""
-    assert elapsed < 4, elapsed
 
 
 def test_the_route_the_cli_and_the_eval_run_each_call_the_pipeline_once_per_question(
