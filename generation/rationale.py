@@ -30,6 +30,14 @@ from mmrag.generation.types import SourceLike
 
 CHOOSERS = ("similarity", "likelihood")
 LETTERS = string.ascii_uppercase
+
+
+def choices_problem(choices: Sequence[str] | None) -> str | None:
+    """Why these choices cannot be answered, checked before anything is generated: each is
+    an option letter (A to Z) to the likelihood chooser."""
+    if choices is not None and len(choices) > len(LETTERS):
+        return f"at most {len(LETTERS)} choices (A to Z), got {len(choices)}"
+    return None
 _ANSWER_PREFIX = re.compile(r"^(?:the\s+)?(?:correct\s+)?answer\s+is\s*:?\s*", re.IGNORECASE)
 
 
@@ -107,6 +115,8 @@ class RationaleWriter:
     ) -> RationaleResult:
         """`image` reaches the model only if the engine takes images; `caption` stands in
         otherwise (with neither, the model sees the question and any knowledge alone)."""
+        if (problem := choices_problem(choices)) is not None:
+            raise GenerationError(problem)
         timings: dict[str, float] = {}
         started = time.perf_counter()
         context = visual_context(
@@ -146,8 +156,6 @@ class RationaleWriter:
     def _likeliest(
         self, context: list[str | dict], rationale: str, choices: list[str]
     ) -> tuple[str | None, dict[str, float]]:
-        if len(choices) > len(LETTERS):
-            raise GenerationError(f"at most {len(LETTERS)} choices, got {len(choices)}")
         letters = LETTERS[: len(choices)]
         messages = choice_messages(context, rationale, choices, letters)
         probabilities = letter_probabilities(

@@ -9,11 +9,13 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from swagger_ui_bundle import swagger_ui_path
 
 from mmrag.core.components import build_pipeline
@@ -53,6 +55,7 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
         "search", settings.search_concurrency, settings.search_queue
     )
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     for module in (health, search, answer, rationale, ground, sources):
         app.include_router(module.router)
     # The demo chat page: GET / plus its assets under /static, so it never shadows a route.
@@ -85,6 +88,18 @@ async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
         f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
     )
     return JSONResponse({"detail": problems or "invalid request"}, status_code=422)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """FastAPI and Starlette answer a body they cannot parse with a 400 that no route
+    documents (an integer of 5,000 digits, JSON nested 100,000 deep, a multipart form with a
+    bad boundary or too many fields): it is an invalid request, a 422 naming the problem."""
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:
+        cause = exc.__cause__
+        why = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc.detail)
+        exc = StarletteHTTPException(422, f"body: {' '.join(why.split())[:300]}", exc.headers)
+    return await http_exception_handler(request, exc)
 
 
 def document_limits(app: FastAPI, settings: Settings) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
@@ -69,7 +70,7 @@ class MetricsMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        status = 500
+        status = 500  # what the server sends if the app fails before its response starts
 
         async def recording_send(message: Message) -> None:
             nonlocal status
@@ -77,10 +78,13 @@ class MetricsMiddleware:
                 status = message["status"]
             await send(message)
 
+        gone = False
         try:
             await self.app(scope, receive, recording_send)
+        except ClientDisconnect:
+            gone = True  # mid-body: nothing is sent, so nothing is counted nor logged as a 500
         finally:
-            route = scope.get("route")
-            name = getattr(route, "path", "unmatched")
-            self.metrics.requests.labels(name, str(status)).inc()
-            self.metrics.latency.labels(name).observe(time.perf_counter() - started)
+            if not gone:
+                name = getattr(scope.get("route"), "path", "unmatched")
+                self.metrics.requests.labels(name, str(status)).inc()
+                self.metrics.latency.labels(name).observe(time.perf_counter() - started)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,20 @@ def test_flags_left_out_never_override_the_environment_or_the_config_file(
     assert (settings.fusion, settings.max_sources) == ("rrf", 3)
     given = build_parser().parse_args([*command, "--index", "x", "--fusion", "raw"])
     assert settings_from(given).fusion == "raw"
+
+
+def test_image_flags_read_only_regular_files_up_to_the_upload_limit(tmp_path: Path):
+    """`--image /dev/zero` was read until the kernel killed the process at 23 GB, and a FIFO
+    hung `ask` and `ground`; each of the three commands reads its image through one check."""
+    fifo = tmp_path / "pipe.jpg"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.jpg"
+    with big.open("wb") as handle:
+        handle.truncate(8_000_001)  # one byte past max_body_bytes, the service's upload limit
+    cases = [
+        (["ask", "q", "--index", "x", "--image", "/dev/zero"], "not a regular file"),
+        (["rationale", "--question", "q", "--image", str(fifo)], "not a regular file"),
+        (["ground", "--question", "q", "--image", str(big)], "larger than the 8,000,000 bytes"),
+    ]
+    for args, says in cases:
+        assert_one_line_error(run_mmrag(*args), "--image", says)

@@ -60,3 +60,13 @@ def test_bad_images_are_one_line_errors(tmp_path: Path):
     assert_one_line_error(
         run_mmrag("rationale", "--image", str(text), "--question", "q"), "undecodable image"
     )
+
+
+def test_27_choices_are_one_line_before_any_model_loads(door_image: Path):
+    many = [f"option {n}" for n in range(27)]
+    result = run_mmrag(
+        "rationale", "--image", str(door_image), "--question", "Which?", "--choices", *many,
+        "--choose", "likelihood", "--engine", "openai", "--base-url", "http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    # No server listens at port 9: a model call would have been a different error.
+    assert_one_line_error(result, "--choices: at most 26 choices (A to Z), got 27")

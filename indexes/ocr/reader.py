@@ -9,6 +9,7 @@ threshold where text becomes evidence. On a host where onnxruntime has its CUDA 
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -63,6 +64,25 @@ def keep(lines: list[OcrLine], min_confidence: float) -> list[OcrLine]:
     ]
 
 
+# PP-OCR scales an image's long side to at most this many pixels, then rounds each side to a
+# multiple of this: a side that rounds to 0 raises (a 2001 x 1 PNG, a 4000 x 33 banner).
+DETECTOR_MAX_SIDE, DETECTOR_STRIDE = 2000, 32
+
+
+def padded_for_the_detector(image: Image.Image) -> Image.Image:
+    """A strip too thin for the detector's grid, padded with white below or to the right (its
+    pixels, and so the boxes of its lines, stay where they were): a banner is still read, and a
+    1-pixel strip reads as nothing rather than failing."""
+    width, height = image.size
+    scale = max(1.0, max(width, height) / DETECTOR_MAX_SIDE)
+    least = math.ceil(DETECTOR_STRIDE * scale)
+    if min(width, height) >= least:
+        return image
+    canvas = Image.new("RGB", (max(width, least), max(height, least)), "white")
+    canvas.paste(image.convert("RGB"), (0, 0))
+    return canvas
+
+
 class OcrReader:
     """Reads every line of text in an image. Thread-safe: calls are serialised."""
 
@@ -88,6 +108,7 @@ class OcrReader:
 
     def read(self, image: Image.Image) -> list[OcrLine]:
         """Lines in reading order (top to bottom, left to right), unfiltered."""
+        image = padded_for_the_detector(image)
         with self._lock:
             found, _ = self.engine(image)
         return [

@@ -33,15 +33,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_ask(args: argparse.Namespace) -> int:
     from mmrag.core.components import build_attacher, build_pipeline
     from mmrag.indexes.errors import InputError
+    from mmrag.indexes.images import read_image_file
     from mmrag.service.schemas import AnswerResponse
 
     settings = settings_from(args)
     image = None
     if args.image is not None:
-        try:
-            data = args.image.read_bytes()
-        except OSError as exc:
-            raise InputError(f"--image {args.image}: {exc.strerror or exc}") from None
+        data = read_image_file(args.image, settings.max_body_bytes)
         try:
             image = build_attacher(settings).attach(data)
         except InputError as exc:

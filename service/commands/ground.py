@@ -34,15 +34,12 @@ def run_ground(args: argparse.Namespace) -> int:
     """Exit 0 with a box; 1 (one line on stderr) without, the JSON still printed with --json."""
     from mmrag.core.components import build_engine, build_grounder, grounding_problem
     from mmrag.indexes.errors import InputError
-    from mmrag.indexes.images import decode_image
+    from mmrag.indexes.images import decode_image, read_image_file
     from mmrag.service.schemas import GroundResponse
 
-    try:
-        data = args.image.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{args.image}: no such image file") from None
-    pixels = decode_image(data)  # refuse a file that is not an image before any model loads
     settings = settings_from(args)
+    data = read_image_file(args.image, settings.max_body_bytes)
+    pixels = decode_image(data)  # refuse a file that is not an image before any model loads
     if (problem := grounding_problem(settings)) is not None:
         raise InputError(problem)
     grounder = build_grounder(settings, build_engine(settings))

@@ -36,15 +36,15 @@ def run_rationale(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from mmrag.core.components import build_engine, build_rationale_writer, build_retriever
+    from mmrag.generation.rationale import choices_problem
     from mmrag.indexes.errors import InputError
-    from mmrag.indexes.images import decode_image
+    from mmrag.indexes.images import decode_image, read_image_file
 
-    try:
-        image = args.image.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{args.image}: no such image file") from None
-    decode_image(image)  # refuse a file that is not an image before any model loads
+    if (problem := choices_problem(args.choices)) is not None:
+        raise InputError(f"--choices: {problem}")
     settings = settings_from(args)
+    image = read_image_file(args.image, settings.max_body_bytes)
+    decode_image(image)  # refuse a file that is not an image before any model loads
     knowledge = []
     if args.index:
         settings = settings.model_copy(update={"index": args.index})

@@ -99,8 +99,10 @@ async def answer_request(request: Request) -> tuple[AnswerRequest, bytes | None]
         return AnswerRequest.model_validate(json.loads(await request.body())), None
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # as FastAPI words it
-        raise HTTPException(422, f"body: JSON decode error ({exc})") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # as FastAPI words it
+        # ValueError: also an integer past Python's 4,300 digits; RecursionError: deep nesting
+        why = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise HTTPException(422, f"body: JSON decode error ({why})") from None
 
 
 @router.post(

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 
+from mmrag.generation.rationale import choices_problem
 from mmrag.indexes.errors import InputError
 from mmrag.indexes.images import ImageNotFound, decode_image
 from mmrag.service.routes.common import ERRORS, NOT_FOUND, check_question_length, settings_of
@@ -28,6 +29,8 @@ async def rationale(
     source_id: Annotated[str | None, Form(description="an image source of this corpus")] = None,
 ) -> RationaleResponse:
     check_question_length(request, question)
+    if (problem := choices_problem(choices)) is not None:
+        raise HTTPException(422, problem)
     if (image is None) == (source_id is None):
         raise HTTPException(422, "send exactly one of an image file or an image source_id")
     state = request.app.state
