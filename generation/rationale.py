@@ -38,6 +38,8 @@ def choices_problem(choices: Sequence[str] | None) -> str | None:
     if choices is not None and len(choices) > len(LETTERS):
         return f"at most {len(LETTERS)} choices (A to Z), got {len(choices)}"
     return None
+
+
 _ANSWER_PREFIX = re.compile(r"^(?:the\s+)?(?:correct\s+)?answer\s+is\s*:?\s*", re.IGNORECASE)
 
 
