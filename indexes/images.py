@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-from PIL import Image, ImageFile
+from PIL import Image, ImageFile, ImageOps
 
 from mmrag.indexes.errors import InputError
 
@@ -34,6 +34,9 @@ WEBQA_ID_MODULUS = 10_000_000
 # 40 MP: a 50 MP camera's full frame is more than most answers need, and 40M RGB pixels are
 # 120 MB decoded; well below Pillow's bomb limit (89M, an error only above twice that).
 MAX_IMAGE_PIXELS = 40_000_000
+# The formats the service documents; Pillow would open a dozen more (TGA, PCX, SGI, ICNS...),
+# each one more parser a hostile upload can reach.
+DECODED_FORMATS = ("JPEG", "PNG", "GIF", "BMP", "TIFF", "WEBP")
 # A side shorter than this holds no line of text a reader or a model could make out.
 MIN_IMAGE_SIDE = 8
 # Enough of a row for its key (at most 20 digits), the tab and 64 base64 characters.
@@ -90,7 +93,7 @@ def decode_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> Image.Image
     bomb check (which only errs above twice its 89M-pixel limit).
     """
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with Image.open(io.BytesIO(data), formats=DECODED_FORMATS) as image:
             width, height = image.size
             if width * height > max_pixels:
                 raise CorruptImage(
@@ -102,7 +105,8 @@ def decode_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> Image.Image
                     f"image of {width}x{height} pixels is too thin to read: each side needs "
                     f"at least {MIN_IMAGE_SIDE} pixels"
                 )
-            return image.convert("RGB")
+            # As a phone's photo viewer shows it: upright, whatever way the camera was held.
+            return ImageOps.exif_transpose(image).convert("RGB")
     except Image.DecompressionBombError as exc:
         raise CorruptImage(f"image too large to decode ({exc})") from None
     except OSError:  # UnidentifiedImageError included; its text holds a BytesIO repr

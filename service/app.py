@@ -21,6 +21,7 @@ from swagger_ui_bundle import swagger_ui_path
 from mmrag.core.components import build_pipeline
 from mmrag.core.pipeline import QAPipeline
 from mmrag.core.settings import Settings
+from mmrag.service.headers import PAGE_HEADERS, NoSniff
 from mmrag.service.limits import AdmissionQueue, BodySizeLimit
 from mmrag.service.metrics import Metrics, MetricsMiddleware
 from mmrag.service.routes import answer, ground, health, rationale, search, sources
@@ -60,12 +61,17 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
         app.include_router(module.router)
     # The demo chat page: GET / plus its assets under /static, so it never shadows a route.
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    app.add_api_route("/", lambda: FileResponse(STATIC / "index.html"), include_in_schema=False)
+    app.add_api_route(
+        "/",
+        lambda: FileResponse(STATIC / "index.html", headers=PAGE_HEADERS),
+        include_in_schema=False,
+    )
     add_docs(app)
     document_limits(app, settings)
     # The last middleware added is the outermost: CORS headers go on every reply, the 413s of
     # the body limit included, and the metrics count those too.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(NoSniff)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     if settings.cors_origins:
         app.add_middleware(

@@ -60,7 +60,8 @@ def browser():
 
 @pytest.fixture
 def open_page(browser, server: str):
-    """Opens the chat page in a fresh context; fails the test on any uncaught script error."""
+    """Opens the chat page in a fresh context; fails the test on any uncaught script error and
+    on anything the page's Content-Security-Policy refused (the browser logs each refusal)."""
     contexts, errors = [], []
 
     def open_(width: int = 1100, height: int = 800, color_scheme: str = "light"):
@@ -71,6 +72,12 @@ def open_page(browser, server: str):
         page = context.new_page()
         page.set_default_timeout(20_000)
         page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on(
+            "console",
+            lambda message: (
+                errors.append(message.text) if "Content Security Policy" in message.text else None
+            ),
+        )
         page.goto(f"{server}/")
         page.wait_for_selector("#status[data-state=ok]")
         return page

@@ -3,6 +3,7 @@ found at build (counted) and when served (404/422, never 500)."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from PIL import Image
 
 from mmrag.indexes.collection import Collection, build_index
 from mmrag.indexes.encoders.base import EncoderInfo, l2_normalise
@@ -165,3 +167,27 @@ def test_image_route_answers_404_or_422_never_500(tmp_path):
             reply = client.get(f"/v1/sources/{image_id}/image")
             assert reply.status_code == 422, reply.text
             assert f"the image of source '{image_id}' is corrupt" in reply.json()["detail"]
+
+
+def image_bytes(image: Image.Image, format: str, **options) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=format, **options)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("format", ["TGA", "PCX", "SGI", "DDS"])
+def test_only_the_documented_formats_are_decoded(format: str):
+    """Pillow opens a dozen formats beyond the six the service documents: each one more
+    parser an upload could reach."""
+    data = image_bytes(Image.new("RGB", (64, 64), "red"), format)
+    assert Image.open(io.BytesIO(data)).size == (64, 64)  # Pillow itself would read it
+    with pytest.raises(CorruptImage, match="not a JPEG, PNG, GIF, BMP, TIFF or WebP"):
+        decode_image(data)
+
+
+def test_a_photo_is_decoded_upright_as_its_exif_orientation_says():
+    landscape = Image.new("RGB", (40, 20), "red")
+    exif = landscape.getexif()
+    exif[0x0112] = 6  # the camera was turned a quarter to the right
+    photo = decode_image(image_bytes(landscape, "JPEG", exif=exif.tobytes()))
+    assert photo.size == (20, 40)

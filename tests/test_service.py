@@ -313,6 +313,22 @@ def test_docs_page_loads_nothing_from_other_hosts(pipeline):
             assert client.get(url).status_code == 200, url
 
 
+def test_the_page_may_run_only_its_own_files_and_never_be_framed(pipeline):
+    """Its scripts, style sheet, API and images are its own (plus the photo a user picks, a
+    blob: URL); every response, errors and images included, says nosniff."""
+    with client_for(pipeline) as client:
+        page = client.get("/")
+        policy = dict(
+            directive.strip().split(" ", 1)
+            for directive in page.headers["content-security-policy"].split(";")
+        )
+        assert policy["script-src"] == "'self'" and policy["style-src"] == "'self'"
+        assert policy["frame-ancestors"] == "'none'" and page.headers["x-frame-options"] == "DENY"
+        assert policy["img-src"] == "'self' blob: data:"
+        for response in (page, client.get("/healthz"), client.post("/v1/search", json={})):
+            assert response.headers["x-content-type-options"] == "nosniff"
+
+
 def test_openapi_documents_every_status_and_the_error_shape(pipeline):
     with client_for(pipeline) as client:
         schema = client.get("/openapi.json").json()
