@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationInfo
+from pydantic_core import PydanticCustomError
 
 from mmrag.indexes.sources import Modality, Source
 from mmrag.retrieval.types import Candidate, ModalityFilter
@@ -59,18 +60,44 @@ class ErrorOut(BaseModel):
     detail: str
 
 
+def _from_a_form(info: ValidationInfo) -> bool:
+    return bool((info.context or {}).get("form"))
+
+
+def _json_integer(value: Any, info: ValidationInfo) -> Any:
+    """JSON Schema's integer (3, or 3.0), never `true` or `"3"` as lax pydantic would take
+    them, except from a form, whose every field is text."""
+    if isinstance(value, bool | str) and not _from_a_form(info):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+def _json_boolean(value: Any, info: ValidationInfo) -> Any:
+    """`true` or `false` only: lax pydantic reads `"yes"`, `"on"` and 1 as true."""
+    if not isinstance(value, bool) and not _from_a_form(info):
+        raise PydanticCustomError("bool_type", "Input should be a valid boolean")
+    return value
+
+
+Count = Annotated[int, Field(ge=1), BeforeValidator(_json_integer)]
+JsonBool = Annotated[bool, BeforeValidator(_json_boolean)]
+
+
 class SearchRequest(BaseModel):
     question: Question
-    k: int = Field(10, ge=1, description="number of hits")
+    k: Count = Field(10, description="number of hits")
     modality: ModalityFilter = Field("all", description="restrict hits to one modality")
 
 
 class AnswerRequest(BaseModel):
+    """Typed as JSON types are (`"stream": "yes"` is not true), except when validated with
+    `context={"form": True}`: a multipart form's fields are all text."""
+
     question: Question
-    k: int | None = Field(None, ge=1, description="candidates retrieved (default: rerank_k)")
+    k: Count | None = Field(None, description="candidates retrieved (default: rerank_k)")
     modality: ModalityFilter = Field("all", description="restrict sources to one modality")
-    max_sources: int | None = Field(None, ge=1, description="most sources to cite")
-    stream: bool = Field(False, description="stream tokens as server-sent events")
+    max_sources: Count | None = Field(None, description="most sources to cite")
+    stream: JsonBool = Field(False, description="stream tokens as server-sent events")
 
 
 OCR_TEXT = "text read in the image by OCR, lines in reading order; empty when none"

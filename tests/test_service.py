@@ -276,6 +276,8 @@ def test_answer_work_per_request_is_bounded(pipeline, body, fragment):
         (b'{"question": "door", "k": 1e400}', "k: Input should be a finite number"),
         (b'{"question": "door", "k": NaN}', "k: Input should be a finite number"),
         (b'{"question": ["door"]}', "question: Input should be a valid string"),
+        (b'{"question": "door", "k": true}', "k: Input should be a valid integer"),
+        (b'{"question": "door", "k": "3"}', "k: Input should be a valid integer"),
     ],
 )
 def test_unencodable_and_infinite_inputs_are_422_with_one_line(pipeline, route, raw, fragment):
@@ -284,6 +286,22 @@ def test_unencodable_and_infinite_inputs_are_422_with_one_line(pipeline, route, 
     assert response.status_code == 422, response.text
     detail = response.json()["detail"]
     assert isinstance(detail, str) and "\n" not in detail and fragment in detail, detail
+
+
+def test_answer_takes_json_strictly_and_only_as_json(pipeline):
+    """A cross-site form can post text/plain without a CORS preflight, and was answered as
+    JSON; `"stream": "yes"` streamed. A form with an image still sends its fields as text."""
+    body = json.dumps({"question": QUESTION})
+    with client_for(pipeline) as client:
+        plain = client.post("/v1/answer", content=body, headers={"content-type": "text/plain"})
+        assert plain.status_code == 422
+        assert plain.json()["detail"].startswith("body: send JSON (Content-Type: application/json)")
+        loose = client.post("/v1/answer", json={"question": QUESTION, "stream": "yes"})
+        assert loose.status_code == 422 and "stream" in loose.json()["detail"]
+        typed = client.post(
+            "/v1/answer", content=body, headers={"content-type": "application/json; charset=utf-8"}
+        )
+        assert typed.status_code == 200, typed.text
 
 
 def test_413_carries_cors_headers(pipeline):

@@ -77,6 +77,14 @@ def _request_body() -> dict:
     return {"requestBody": {"required": True, "content": content}}
 
 
+def is_json(content_type: str) -> bool:
+    """application/json or any +json type, parameters aside (as FastAPI reads bodies)."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
 async def answer_request(request: Request) -> tuple[AnswerRequest, bytes | None]:
     """The request's fields and, from a multipart form, the image's bytes."""
     try:
@@ -91,12 +99,19 @@ async def answer_request(request: Request) -> tuple[AnswerRequest, bytes | None]
                 if not isinstance(image, UploadFile):
                     raise HTTPException(422, "image: a multipart answer needs an image file")
                 fields = {k: v for k, v in form.items() if k != "image" and isinstance(v, str)}
-                return AnswerRequest.model_validate(fields), await image.read()
+                request_fields = AnswerRequest.model_validate(fields, context={"form": True})
+                return request_fields, await image.read()
             finally:
                 await form.close()
+        if not is_json(request.headers.get("content-type", "")):
+            # A cross-site form may post text/plain without a CORS preflight: not JSON here.
+            raise HTTPException(
+                422, "body: send JSON (Content-Type: application/json), or a multipart form"
+            )
         # Python's parser, as for every other route: pydantic's own JSON parser rejects a
         # lone surrogate ("\\ud800") with a message that does not say so.
-        return AnswerRequest.model_validate(json.loads(await request.body())), None
+        data = json.loads(await request.body())
+        return AnswerRequest.model_validate(data), None
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from None
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # as FastAPI words it
