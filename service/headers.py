@@ -37,8 +37,8 @@ class NoSniff:
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-content-type-options", b"nosniff")]
+                nosniff = (b"x-content-type-options", b"nosniff")
+                message["headers"] = [*message.get("headers", []), nosniff]
             await send(message)
 
         await self.app(scope, receive, sending)

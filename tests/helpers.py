@@ -89,15 +89,7 @@ def default_sigint() -> None:
 def interruptible_mmrag(*args: str) -> Iterator[subprocess.Popen[str]]:
     """`mmrag ARGS` as a user starts it in a terminal (Ctrl-C reaches it, loopback only), its
     output piped; killed on leaving the block if it is still running."""
-    process = subprocess.Popen(
-        [*MMRAG, *args],
-        cwd=REPO,
-        env=loopback_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_sigint,
-    )
+    process = start_on_loopback([*MMRAG, *args])
     try:
         yield process
     finally:
@@ -247,8 +239,15 @@ def run_on_loopback(command: list[str]) -> subprocess.CompletedProcess[str]:
 
 
 def start_on_loopback(command: list[str]) -> subprocess.Popen[str]:
+    """A command started as a user starts it in a terminal (Ctrl-C reaches it), loopback only,
+    its output piped."""
     return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=loopback_env()
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=loopback_env(),
+        preexec_fn=default_sigint,
     )
 
 

@@ -178,13 +178,14 @@ class OnnxSentenceEncoder:
         self.layout = layout
         self.tokenizer = layout.tokenizer()
         self.info = info
-        self.runtime = "onnxruntime"
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         if self.layout.lowercase:
             texts = [text.lower() for text in texts]
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
+        # Every encoding comes padded to the longest text of the call: sort by real length,
+        # so each batch is cut to its own longest.
+        order = np.argsort([-sum(e.attention_mask) for e in encodings], kind="stable")
         vectors = np.empty((len(texts), self.info.dim), dtype=np.float32)
         for start in range(0, len(order), BATCH_SIZE):
             rows = order[start : start + BATCH_SIZE]
@@ -192,7 +193,7 @@ class OnnxSentenceEncoder:
         return l2_normalise(vectors)
 
     def _encode(self, encodings) -> np.ndarray:
-        width = max(len(e.ids) for e in encodings)
+        width = max(sum(e.attention_mask) for e in encodings)  # padding is on the right
         arrays = {
             "input_ids": np.array([e.ids[:width] for e in encodings], dtype=np.int64),
             "attention_mask": np.array([e.attention_mask[:width] for e in encodings], np.int64),

@@ -114,8 +114,9 @@ async def answer_request(request: Request) -> tuple[AnswerRequest, bytes | None]
         return AnswerRequest.model_validate(data), None
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from None
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # as FastAPI words it
-        # ValueError: also an integer past Python's 4,300 digits; RecursionError: deep nesting
+    except (ValueError, RecursionError) as exc:  # as FastAPI words it
+        # ValueError: JSON and UTF-8 errors, and an integer past Python's 4,300 digits;
+        # RecursionError: deep nesting
         why = " ".join(str(exc).split())[:300] or type(exc).__name__
         raise HTTPException(422, f"body: JSON decode error ({why})") from None
 
