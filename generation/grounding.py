@@ -126,12 +126,14 @@ def qwen_grid(width: int, height: int) -> tuple[int, int]:
 
 
 def open_image(data: bytes) -> Image.Image:
-    """RGB pixels; bytes that are not an image are a GenerationError, caught by `locate`."""
-    from PIL import Image
+    """RGB pixels, upright as their EXIF orientation says (the frame the service decodes and
+    reports the image's size in, so boxes land on it); bytes that are not an image are a
+    GenerationError, caught by `locate`."""
+    from PIL import Image, ImageOps
 
     try:
         with Image.open(io.BytesIO(data)) as image:
-            return image.convert("RGB")
+            return ImageOps.exif_transpose(image).convert("RGB")
     except (OSError, Image.DecompressionBombError):
         raise GenerationError("the image does not decode (not an image file, or broken)") from None
 

@@ -22,6 +22,7 @@ from mmrag.generation.grounding import (
     VLMGrounder,
     clip_region,
     named_object,
+    open_image,
     parse_box_reply,
     qwen_grid,
 )
@@ -277,3 +278,16 @@ def test_cited_images_get_boxes_and_text_citations_none(smollm2, tiny_owlv2: Pat
     assert inside(boxes[0], 160, 120) and boxes[1] is None and boxes[2] is None
     assert read == ["30000006", "30000007"]  # text sources are never read as images
     assert grounded.timings["ground_s"] > 0 and grounded.text == answer.text
+
+
+def test_boxes_are_found_in_the_frame_the_service_reports():
+    """The service decodes a photo upright (EXIF orientation) and reports that size: the
+    grounder must look at the same frame, or its box lands on a turned picture."""
+    from mmrag.indexes.images import decode_image
+
+    landscape = Image.new("RGB", (40, 20), "red")
+    exif = landscape.getexif()
+    exif[0x0112] = 6  # the camera was turned a quarter to the right
+    buffer = io.BytesIO()
+    landscape.save(buffer, format="JPEG", exif=exif.tobytes())
+    assert open_image(buffer.getvalue()).size == decode_image(buffer.getvalue()).size == (20, 40)

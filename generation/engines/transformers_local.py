@@ -89,7 +89,7 @@ class TransformersEngine(InProcess):
             )
             inputs = self.tokenizer(prompt, add_special_tokens=False, return_tensors="pt")
             return inputs.to(self.device)
-        from PIL import Image
+        from PIL import Image, ImageOps
 
         images, templated = [], []
         for message in messages:
@@ -100,7 +100,9 @@ class TransformersEngine(InProcess):
             for part in content:
                 if part.get("type") == "image_url":
                     data = decode_data_url(part["image_url"]["url"])
-                    images.append(Image.open(io.BytesIO(data)).convert("RGB"))
+                    # Upright, as OCR and the grounder see the same photo.
+                    photo = ImageOps.exif_transpose(Image.open(io.BytesIO(data)))
+                    images.append(photo.convert("RGB"))
                     parts.append({"type": "image"})
                 else:
                     parts.append(part)
