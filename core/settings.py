@@ -104,6 +104,16 @@ class Settings(BaseSettings):
     search_concurrency: int = Field(8, ge=1, description="searches run at once")
     search_queue: int = Field(64, ge=0, description="searches waiting beyond those; then 429")
     max_body_bytes: int = Field(8_000_000, ge=1024, description="larger request bodies get 413")
+    max_head_bytes: int = Field(
+        65_536, ge=1024, description="request line and headers larger than this get 431"
+    )
+    max_headers: int = Field(100, ge=8, description="requests with more headers get 431")
+    head_timeout_s: float = Field(
+        10.0, gt=0, description="a request line and headers not in by then get 408"
+    )
+    body_timeout_s: float = Field(
+        60.0, gt=0, description="a request body not in by then (from its headers) gets 408"
+    )
     max_image_pixels: int = Field(
         MAX_IMAGE_PIXELS, ge=1, description="uploaded images with more pixels get 422"
     )

@@ -143,14 +143,19 @@ def free_port() -> int:
 
 @contextmanager
 def running_process(
-    command: list[str], ready_url: str, log: Path, timeout_s: float = 60
+    command: list[str],
+    ready_url: str,
+    log: Path,
+    timeout_s: float = 60,
+    env: dict[str, str] | None = None,
 ) -> Iterator[subprocess.Popen]:
-    """A real server process, yielded once `ready_url` answers 200, stopped on exit."""
+    """A real server process, yielded once `ready_url` answers 200, stopped on exit; `env`
+    adds to this process's environment."""
     import time
 
     import httpx
 
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     with log.open("wb") as sink:
         process = subprocess.Popen(
             command,

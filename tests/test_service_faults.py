@@ -6,6 +6,7 @@ the misbehaving request got its status code.
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import time
@@ -19,16 +20,18 @@ import pytest
 from tests.helpers import MMRAG, free_port, running_process
 
 QUESTION = "What color is the door of the Harbor Inn?"
+# Short enough for a test to wait out; the defaults are 10 s and 60 s.
+CLIENT_TIMEOUTS = {"MMRAG_HEAD_TIMEOUT_S": "4", "MMRAG_BODY_TIMEOUT_S": "4"}
 
 
 @pytest.fixture(scope="module")
 def server(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
-    """One `mmrag serve` with a small answer queue; yields (base URL, process, log path)."""
+    """One `mmrag serve` with short client timeouts; yields (base URL, process, log path)."""
     log = tmp_path_factory.mktemp("faults") / "serve.log"
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     command = [*MMRAG, "serve", "--index", str(hybrid_index), "--port", str(port)]
-    with running_process(command, f"{base}/healthz", log) as process:
+    with running_process(command, f"{base}/healthz", log, env=CLIENT_TIMEOUTS) as process:
         yield base, process, log
 
 
@@ -131,4 +134,66 @@ def test_a_client_gone_mid_body_is_neither_a_500_nor_an_error_in_the_log(server)
     metrics = httpx.get(f"{base}/metrics").text
     assert 'route="/v1/answer",status="500"' not in metrics
     assert 'route="/v1/answer",status="200"' in metrics
+    assert "Exception in ASGI application" not in log.read_text()
+
+
+def raw_exchange(base: str, *parts: bytes, pause_s: float = 0.0) -> bytes:
+    """Send `parts` on one connection (as far as the server lets us), then read the reply."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        try:
+            for part in parts:
+                connection.sendall(part)
+                time.sleep(pause_s)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before the end: the reply is waiting
+        reply = b""
+        while chunk := connection.recv(65536):
+            reply += chunk
+    return reply
+
+
+def refusal(reply: bytes) -> tuple[int, str]:
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)["detail"]
+
+
+def test_huge_or_numerous_headers_get_431_while_a_neighbour_is_answered(server):
+    """httptools reads a header of any size: 200 MB took 43 s and 570 MB of memory, while a
+    neighbour's question took 30 s. The head is cut off at 64 KiB or 100 headers now."""
+    base, _, log = server
+    megabyte = b"a" * (1 << 20)
+    huge = [b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ", *[megabyte] * 64, b"\r\n\r\n"]
+    numerous = b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-%d: 1\r\n" % n for n in range(101))
+    with ThreadPoolExecutor(1) as pool:
+        neighbour = pool.submit(
+            httpx.post, f"{base}/v1/answer", json={"question": QUESTION}, timeout=60
+        )
+        assert refusal(raw_exchange(base, *huge)) == (431, "request head larger than 65536 bytes")
+        assert refusal(raw_exchange(base, numerous + b"\r\n")) == (
+            431,
+            "more than 100 request headers",
+        )
+        answered = neighbour.result()
+    assert answered.status_code == 200 and answered.json()["answer"], log.read_text()[-2000:]
+    assert "Exception" not in log.read_text()
+
+
+def test_heads_and_bodies_that_trickle_in_get_408_and_the_service_answers_on(server):
+    base, _, log = server
+    head = [b"GET /healthz HTTP/1.1\r\n", *[b"X-Slow: 1\r\n"] * 60]
+    assert refusal(raw_exchange(base, *head, pause_s=0.1)) == (
+        408,
+        "request head not received within 4 s",
+    )
+    post = (
+        b"POST /v1/answer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 500\r\n\r\n"
+    )
+    assert refusal(raw_exchange(base, post, b'{"question": "Wh', pause_s=0.1)) == (
+        408,
+        "request body not received within 4 s",
+    )
+    answered = httpx.post(f"{base}/v1/answer", json={"question": QUESTION}, timeout=60)
+    assert answered.status_code == 200 and answered.json()["answer"], log.read_text()[-2000:]
     assert "Exception in ASGI application" not in log.read_text()

@@ -24,6 +24,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from mmrag.core.components import build_pipeline
     from mmrag.service.app import create_app
+    from mmrag.service.protocol import ClientLimits, protocol_for
 
     settings = settings_from(args)
     if settings.workers > 1 and settings.torch_threads is None:
@@ -40,6 +41,7 @@ def run_serve(args: argparse.Namespace) -> int:
             port=settings.port,
             log_level="info",
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            http=protocol_for(ClientLimits.of(settings)),
         )
         return 0
     # Python holds the GIL for the request handling around the models, so one process uses
@@ -54,5 +56,6 @@ def run_serve(args: argparse.Namespace) -> int:
         port=settings.port,
         log_level="info",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        http=protocol_for(ClientLimits.of(settings)),
     )
     return 0
