@@ -1,7 +1,8 @@
 """Reading benchmark and prediction files with errors that name the file and the position.
 
-Every loader goes through these helpers so that a missing file, a directory, a non-UTF-8 file or
-malformed JSON is reported the same way everywhere, as one line naming the file.
+Every loader goes through these helpers so that a missing file, a directory, a non-UTF-8 file,
+malformed JSON or JSON past the limits of `indexes.corpus.limits` (nesting, integer length) is
+reported the same way everywhere, as one line naming the file.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.evaluation.errors import DatasetError
+from mmrag.indexes.corpus.limits import JSONLimitError, loads
 
 
 def read_text(path: str | Path) -> str:
@@ -32,11 +34,13 @@ def read_json(path: str | Path) -> Any:
     """A whole JSON document; a syntax error names the line and column."""
     text = read_text(path)
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(
             f"{path}: malformed JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
         ) from None
+    except JSONLimitError as exc:
+        raise DatasetError(f"{path}: {exc}") from None
 
 
 def read_json_or_jsonl(path: str | Path) -> Any:
@@ -46,22 +50,26 @@ def read_json_or_jsonl(path: str | Path) -> Any:
     """
     text = read_text(path)
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as first:
         if first.msg != "Extra data":
             raise DatasetError(
                 f"{path}: malformed JSON at line {first.lineno} column {first.colno} ({first.msg})"
             ) from None
+    except JSONLimitError as exc:
+        raise DatasetError(f"{path}: {exc}") from None
     values = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            values.append(json.loads(line))
+            values.append(loads(line))
         except json.JSONDecodeError as exc:
             raise DatasetError(
                 f"{path}: malformed JSON Lines at line {number} column {exc.colno} ({exc.msg})"
             ) from None
+        except JSONLimitError as exc:
+            raise DatasetError(f"{path}: line {number}: {exc}") from None
     return values
 
 

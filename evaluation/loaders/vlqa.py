@@ -103,8 +103,9 @@ def _records(data: Any) -> list[tuple[str | None, Any]]:
 
 def load_gold(path: str | Path) -> list[VLQAItem]:
     path = Path(path)
+    data = read_json_or_jsonl(path)  # its DatasetError is a ValueError, already one line
     try:
-        records = _records(read_json_or_jsonl(path))
+        records = _records(data)
     except ValueError as exc:
         raise DatasetError(f"{path}: not a VLQA file ({exc})") from None
     items: list[VLQAItem] = []

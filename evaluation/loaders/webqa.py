@@ -14,6 +14,7 @@ from typing import Any
 
 from mmrag.evaluation.errors import DatasetError, record_error
 from mmrag.evaluation.io import as_id, iter_lines, read_json
+from mmrag.indexes.corpus.limits import JSONLimitError, loads
 from mmrag.indexes.corpus.webqa import WebQAQuestion, iter_questions
 from mmrag.indexes.errors import CorpusError
 
@@ -124,11 +125,13 @@ def load_predictions(path: str | Path) -> dict[str, WebQAPrediction]:
 
 def _json_cell(path: Path, line: int, column: str, text: str) -> Any:
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as exc:
         raise record_error(
             path, f"line {line}", f"column {column} is not valid JSON ({exc.msg})"
         ) from None
+    except JSONLimitError as exc:
+        raise record_error(path, f"line {line}", f"column {column}: {exc}") from None
 
 
 def _strings(path: Path, line: int, column: str, value: Any) -> list[str]:

@@ -40,6 +40,7 @@ from mmrag.evaluation.runs.cluster import (
     check_cluster_options,
 )
 from mmrag.indexes.atomic import atomic_write_text
+from mmrag.indexes.corpus.limits import JSONLimitError, loads
 from mmrag.indexes.journal import whole_lines
 
 if TYPE_CHECKING:
@@ -150,8 +151,8 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
 
 def _parse(path: Path, number: int, line: str) -> Any:
     try:
-        return json.loads(line)
-    except json.JSONDecodeError:
+        return loads(line)
+    except (json.JSONDecodeError, JSONLimitError):
         raise EvaluationError(f"{path}: line {number} is not JSON; delete the file") from None
 
 

@@ -10,25 +10,36 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from mmrag.indexes.corpus.limits import JSONLimitError, loads
 from mmrag.indexes.errors import CorpusError
 from mmrag.indexes.sources import MODALITIES, Source
 
 
 def iter_sources(path: str | Path) -> Iterator[Source]:
+    """Sources line by line. Lines end at newlines, as JSON Lines says (a carriage return
+    before one is whitespace to JSON), and each is decoded alone so that an error names it."""
     path = Path(path)
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except FileNotFoundError:
         raise CorpusError(f"{path}: no such file") from None
     with handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+        for line_number, raw in enumerate(handle, start=1):
             where = f"{path}:{line_number}"
             try:
-                record = json.loads(line)
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CorpusError(
+                    f"{where}: not UTF-8 text (byte {exc.start} in the line)"
+                ) from None
+            if not line.strip():
+                continue
+            try:
+                record = loads(line)
             except json.JSONDecodeError as exc:
                 raise CorpusError(f"{where}: malformed JSON ({exc.msg})") from None
+            except JSONLimitError as exc:
+                raise CorpusError(f"{where}: {exc}") from None
             if not isinstance(record, dict) or "id" not in record:
                 raise CorpusError(f"{where}: each line must be an object with an 'id'")
             modality = record.get("modality", "text")

@@ -14,6 +14,7 @@ from typing import Any
 
 import ijson
 
+from mmrag.indexes.corpus.limits import GuardedReader, JSONLimitError
 from mmrag.indexes.errors import CorpusError
 from mmrag.indexes.sources import Source
 
@@ -119,18 +120,21 @@ def _question(guid: str, record: Any) -> WebQAQuestion:
 
 
 def iter_questions(path: str | Path) -> Iterator[WebQAQuestion]:
-    """Yield questions one by one; a syntax error names the file and the byte it stopped at."""
+    """Yield questions one by one; a syntax error or nesting past MAX_DEPTH (see `limits`)
+    names the file and the byte it stopped at."""
     path = Path(path)
     try:
         with path.open("rb") as handle:
             try:
-                for guid, record in ijson.kvitems(handle, "", use_float=True):
+                for guid, record in ijson.kvitems(GuardedReader(handle), "", use_float=True):
                     yield _question(guid, record)
             except ijson.JSONError as exc:
                 reason = str(exc).splitlines()[0]  # ijson appends a caret drawing
                 raise CorpusError(
                     f"{path}: malformed JSON near byte {handle.tell()} ({reason})"
                 ) from None
+            except JSONLimitError as exc:
+                raise CorpusError(f"{path}: {exc} (near byte {handle.tell()})") from None
     except FileNotFoundError:
         raise CorpusError(f"{path}: no such file") from None
     except IsADirectoryError:
