@@ -6,9 +6,10 @@ question, `QAPipeline.run` (or `answer`, which waits for the run's result).
 
 A run works in a thread of its own and hands its tokens over a queue, so the engine is held
 only while that thread generates: a consumer that stops reading (a client gone mid-stream)
-cannot keep the engine locked. The one deadline of a run bounds generation from both sides:
-the worker stops at it between tokens, and the consumer stops waiting at it (plus a grace) when
-an engine hangs before its first token. A generator that fails, is down or runs past the
+cannot keep the engine locked. The one deadline of a request (`Deadline`, which may have begun
+before the run, with an upload's OCR) bounds generation from both sides: the worker's engine
+stops at it (between tokens, and within llama.cpp's prompt), and the consumer stops waiting at
+it (plus a grace) when an engine hangs. A generator that fails, is down or runs past the
 deadline does not fail the question: the answer comes back with its sources and
 `generation_error` set.
 """
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from mmrag.core.attachments import AttachedImage
+from mmrag.core.deadline import Deadline
 from mmrag.generation.attribution import UNANSWERED, AbstainPolicy, Attributor
 from mmrag.generation.grounding import CitationGrounder
 from mmrag.generation.scene_text import (
@@ -56,6 +58,7 @@ def runs_in_flight() -> int:
 class Timings:
     """Seconds per stage of one question; `first_token_s` counts from the start of generation."""
 
+    ocr_s: float = 0.0  # reading the text of an attached photo
     retrieve_s: float = 0.0
     rerank_s: float = 0.0
     generate_s: float = 0.0
@@ -89,16 +92,15 @@ class QARun:
     holds the final answer once iteration ends (`wait()` skips the tokens).
 
     `close()` stops the run at its next token and may be called from any thread, any number of
-    times: the service calls it when a client goes away.
+    times: the service calls it when a client goes away. It cancels the run's deadline.
     """
 
     def __init__(
-        self, pipeline: QAPipeline, question: str, timeout_s: float | None, options: dict
+        self, pipeline: QAPipeline, question: str, deadline: Deadline, options: dict
     ) -> None:
         self.result: QAResult | None = None
-        self.timeout_s = timeout_s
+        self.deadline = deadline
         self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        self._closed = threading.Event()
         self._generating: tuple[Selection, Timings, float] | None = None
         self._worker = threading.Thread(
             target=self._work, args=(pipeline, question, options), name="qa-run", daemon=True
@@ -116,7 +118,7 @@ class QARun:
 
     def close(self) -> None:
         """Stop at the next token; never blocks, so an event loop may call it."""
-        self._closed.set()
+        self.deadline.cancel()
 
     def wait(self) -> QAResult:
         for _ in self:
@@ -136,11 +138,10 @@ class QARun:
             else:  # "error": retrieval or selection failed, e.g. on bad input
                 raise value
 
-    def _deadline(self, started: float) -> float | None:
-        return None if self.timeout_s is None else started + self.timeout_s
-
     def _next_event(self) -> tuple[str, Any]:
-        deadline = None if self._generating is None else self._deadline(self._generating[2])
+        """The worker's next event; once it generates, at most until the deadline (and a
+        grace). Retrieval is not waited out: it has no answer to fall back on."""
+        deadline = None if self._generating is None else self.deadline.at
         if deadline is None:
             return self._events.get()
         try:
@@ -152,18 +153,7 @@ class QARun:
             self.close()
             selection, timings, started = self._generating
             timings = replace(timings, generate_s=time.monotonic() - started)
-            return "done", unanswered(selection, timings, self._timeout_message())
-
-    def _timeout_message(self) -> str:
-        return f"generation timed out after {self.timeout_s:g} s"
-
-    def _interrupt(self, deadline: float | None) -> str | None:
-        """Why generation must stop now, if it must."""
-        if self._closed.is_set():
-            return "the request was cancelled"
-        if deadline is not None and time.monotonic() > deadline:
-            return self._timeout_message()
-        return None
+            return "done", unanswered(selection, timings, self.deadline.timed_out())
 
     def _work(self, pipeline: QAPipeline, question: str, options: dict) -> None:
         abstain = options.pop("abstain") or pipeline.abstain
@@ -173,15 +163,14 @@ class QARun:
             selection = pipeline.select(question, timings, **options)
             started = time.monotonic()
             self._events.put(("generating", (selection, timings, started)))
-            deadline = self._deadline(started)
-            if (reason := self._interrupt(deadline)) is not None:
+            if (reason := self.deadline.why_stop()) is not None:
                 self._events.put(("done", unanswered(selection, timings, reason)))
                 return
             answer = pipeline.writer.write(
                 question,
                 [scored.source for scored in selection.selected],
                 on_token=lambda delta: self._events.put(("token", delta)),
-                interrupt=lambda: self._interrupt(deadline),
+                interrupt=self.deadline.why_stop,
             )
             timings.generate_s = answer.timings["generate_s"]
             timings.first_token_s = answer.timings["first_token_s"]
@@ -197,7 +186,7 @@ class QARun:
                     pipeline.scene_text, question, answer, image, lines, data=image.data
                 )
                 timings.generate_s += time.perf_counter() - reading
-            if pipeline.grounder is not None and self._interrupt(deadline) is None:
+            if pipeline.grounder is not None and not self.deadline.stopped():
                 answer = pipeline.grounder.ground(question, answer)
                 timings.ground_s = answer.timings["ground_s"]
             self._events.put(("done", QAResult(answer, selection, timings)))
@@ -239,15 +228,20 @@ class QAPipeline:
         max_sources: int | None = None,
         candidates: Sequence[str] | None = None,
         timeout_s: float | None = None,
+        deadline: Deadline | None = None,
         abstain: AbstainPolicy | None = None,
         image: AttachedImage | None = None,
     ) -> QARun:
         """Start answering; `candidates` (source ids) restricts retrieval to ranking those, as
-        in WebQA's restricted setting. `timeout_s` bounds generation; `abstain` overrides the
-        pipeline's policy for this question."""
+        in WebQA's restricted setting. The run stops at `deadline` (a request's, begun before
+        the run), else `timeout_s` from now; `abstain` overrides the pipeline's policy for
+        this question."""
         options = {"k": k, "modality": modality, "max_sources": max_sources, "image": image}
         return QARun(
-            self, question, timeout_s, {**options, "candidates": candidates, "abstain": abstain}
+            self,
+            question,
+            deadline or Deadline(timeout_s),
+            {**options, "candidates": candidates, "abstain": abstain},
         )
 
     def answer(self, question: str, **options: Any) -> QAResult:
@@ -280,5 +274,6 @@ class QAPipeline:
             relevant = [s for s in selection.selected if s.relevance >= self.selector.threshold]
             selection.selected[:] = [ScoredSource(image, 1.0, 1.0, 0), *relevant]
         timings.retrieve_s = retrieved - started
+        timings.ocr_s = image.ocr_s if image is not None else 0.0
         timings.rerank_s = time.perf_counter() - retrieved
         return selection

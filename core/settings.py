@@ -97,7 +97,10 @@ class Settings(BaseSettings):
     )
     rerank_k: int = Field(20, ge=1, description="candidates the reranker scores")
     request_timeout_s: float = Field(
-        30.0, gt=0, description="past this an answer returns its sources with generation_error"
+        30.0,
+        gt=0,
+        description="an answer's deadline from admission (reading an upload, retrieval, "
+        "generation, verification): past it, it returns its sources with generation_error",
     )
     answer_concurrency: int = Field(2, ge=1, description="answers generated at once")
     answer_queue: int = Field(16, ge=0, description="answers waiting beyond those; then 429")

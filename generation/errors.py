@@ -10,3 +10,8 @@ generation stands alone.
 
 class GenerationError(ValueError):
     """A generation engine or model that cannot be used as configured."""
+
+
+class GenerationCancelled(GenerationError):
+    """An engine stopped because its caller no longer wants the reply (a deadline passed, a
+    client went away): the caller knows why, and the engine is free for the next question."""

@@ -8,7 +8,7 @@ from contextlib import closing
 
 from mmrag.generation.citations import citation_format, cite, sentence_end
 from mmrag.generation.engines.base import Engine
-from mmrag.generation.errors import GenerationError
+from mmrag.generation.errors import GenerationCancelled, GenerationError
 from mmrag.generation.prompts import answer_messages, without_source_labels
 from mmrag.generation.types import Answer, SourceLike
 
@@ -45,24 +45,36 @@ class AnswerWriter:
 
         Deltas are raw model text up to the end of the first sentence (its markers not yet
         checked); the Answer's text is the validated one. Generation stops as soon as a second
-        sentence starts, so a rambling model costs one extra token, not max_tokens. Between
-        tokens `interrupt()` may return a reason to stop (a deadline, a client gone): the
-        engine's stream is closed at once, which frees it for the next question, and the
-        reason becomes the answer's `generation_error`.
+        sentence starts, so a rambling model costs one extra token, not max_tokens.
+        `interrupt()` may return a reason to stop (a deadline, a client gone). The engine asks
+        it while it works (llama.cpp between batches of the prompt, where no token comes for
+        seconds) and this loop between tokens; either way the engine stops, which frees it for
+        the next question, and the reason becomes the answer's `generation_error`.
         """
         sources = list(sources)
         emit = on_token or (lambda _delta: None)
         started = time.perf_counter()
         messages = answer_messages(question, sources, images=self.images)
         raw, first_token, error = "", None, None
+
+        def interrupted() -> bool:
+            """Whether to stop; the reason, kept in `error`, is the one that stopped it."""
+            nonlocal error
+            error = None if interrupt is None else interrupt()
+            return error is not None
+
         try:
             constraint = citation_format(len(sources)) if self.guided else None
             deltas = self.engine.stream(
-                messages, max_tokens=self.max_tokens, temperature=0.0, constraint=constraint
+                messages,
+                max_tokens=self.max_tokens,
+                temperature=0.0,
+                constraint=constraint,
+                cancelled=None if interrupt is None else interrupted,
             )
             with closing(deltas):
                 for delta in deltas:
-                    if interrupt is not None and (error := interrupt()) is not None:
+                    if interrupted():
                         break
                     if first_token is None:
                         first_token = time.perf_counter() - started
@@ -74,6 +86,8 @@ class AnswerWriter:
                         raw = raw[:end]
                         break
                     emit(delta)
+        except GenerationCancelled:
+            pass  # `error` holds the reason `interrupted` saw
         except GenerationError as exc:
             error = str(exc)
         generate = time.perf_counter() - started

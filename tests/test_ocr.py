@@ -179,3 +179,39 @@ def test_the_ocr_cache_refuses_another_reader_and_survives_a_torn_line(tmp_path:
 
 if sys.platform != "linux":  # pragma: no cover
     pytestmark = pytest.mark.skip("SIGINT handling is tested on Linux")
+
+
+def test_a_page_of_text_is_read_in_slices_as_in_one_call_and_capped_at_its_tallest_lines():
+    """Lines are recognised LINES_PER_CALL at a time, so a deadline can stop a reading between
+    slices; the slices keep PP-OCR's own batches, so every line reads as in one call."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    from mmrag.indexes.images import decode_image
+    from mmrag.indexes.ocr.reader import LINES_PER_CALL, OcrReader, padded_for_the_detector
+    from tests.helpers import text_dense_png
+
+    page = decode_image(text_dense_png(side=700), 10**8)
+    reader = OcrReader()
+    stages = reader.stages
+    engine = reader.engine
+    engine.text_cls, engine.text_rec = stages.classify_all, stages.recognise_all
+    try:
+        found, _ = engine(padded_for_the_detector(page))
+    finally:
+        engine.text_cls, engine.text_rec = stages.classify, stages.recognise
+    in_one_call = [(str(text).strip(), round(float(score), 4)) for _, text, score in found]
+    sliced = reader.read(page)
+    assert len(sliced) > 2 * LINES_PER_CALL
+    assert [(line.text, line.confidence) for line in sliced] == [
+        pair for pair in in_one_call if pair[0]
+    ]
+
+    asked = []
+    assert reader.read(page, stop=lambda: asked.append(1) or True) == [] and asked
+
+    headline = Image.new("RGB", (700, 120), "white")
+    font = ImageFont.load_default(size=60)
+    ImageDraw.Draw(headline).text((10, 20), "HARBOR INN", fill="black", font=font)
+    page.paste(headline, (0, 300))
+    capped = reader.read(page, max_lines=3)
+    assert len(capped) == 3 and any(line.text == "HARBOR INN" for line in capped)

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.helpers import MMRAG, free_port, running_process
+from tests.helpers import MMRAG, free_port, running_process, text_dense_png
 
 QUESTION = "What color is the door of the Harbor Inn?"
 # Short enough for a test to wait out; the defaults are 10 s and 60 s.
@@ -197,3 +197,27 @@ def test_heads_and_bodies_that_trickle_in_get_408_and_the_service_answers_on(ser
     answered = httpx.post(f"{base}/v1/answer", json={"question": QUESTION}, timeout=60)
     assert answered.status_code == 200 and answered.json()["answer"], log.read_text()[-2000:]
     assert "Exception in ASGI application" not in log.read_text()
+
+
+def upload_then_vanish(base: str, image: bytes) -> None:
+    """A streamed question about a text-dense page whose client leaves after a second."""
+    form = {"question": "What does the page say?", "stream": "true"}
+    try:
+        httpx.post(
+            f"{base}/v1/answer", data=form, files={"image": ("page.png", image)}, timeout=1.0
+        )
+    except httpx.TimeoutException:
+        return
+    pytest.fail("the page was read within a second: it no longer tests a client leaving")
+
+
+def test_clients_gone_while_their_upload_is_read_stop_the_reading(server):
+    """Two streamed uploads whose clients left after 2 s kept both answer slots reading for
+    37 s, and a neighbour waited 45 s. A client that leaves now stops its reading."""
+    base, _, log = server
+    page = text_dense_png()
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(upload_then_vanish, [base, base], [page, page]))
+    answered = httpx.post(f"{base}/v1/answer", json={"question": QUESTION}, timeout=60)
+    assert answered.status_code == 200 and answered.json()["answer"], log.read_text()[-2000:]
+    assert log.read_text().count("POST /v1/answer: the client left; its work stops") == 2

@@ -147,3 +147,24 @@ def test_a_question_the_attached_sign_has_nothing_to_do_with_is_declined(client:
         files={"image": ("sign.jpg", photo)},
     ).json()
     assert body["abstained"] and body["citations"] == [], body["answer"]
+
+
+def test_an_upload_past_the_deadline_stops_being_read_and_says_so(client: TestClient):
+    """OCR of an upload was outside the deadline (a text-dense page took 37 s of a 30 s
+    budget, absent from the timings): the request's one deadline now covers it, and a page
+    still unread when it passes is left unread."""
+    from mmrag.core.settings import Settings
+    from mmrag.service.app import create_app
+
+    pipeline = client.app.state.pipeline
+    settings = Settings(index=pipeline.retriever.collection.root, request_timeout_s=0.001)
+    with TestClient(create_app(settings, pipeline)) as hurried:
+        response = hurried.post(
+            "/v1/answer", data={"question": QUESTION}, files={"image": ("sign.jpg", SIGN)}
+        )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["generation_error"] == "timed out after 0.001 s" and body["answer"] == ""
+    upload = body["sources"][0]
+    assert upload["source_id"].startswith("upload-") and upload["ocr_lines"] == []
+    assert body["timings"]["ocr_s"] > 0

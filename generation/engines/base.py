@@ -12,11 +12,11 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
-from mmrag.generation.errors import GenerationError
+from mmrag.generation.errors import GenerationCancelled, GenerationError
 
 if TYPE_CHECKING:
     from mmrag.generation.citations import CitationFormat
@@ -54,9 +54,15 @@ class Engine(Protocol):
         temperature: float = 0.0,
         stop: list[str] | None = None,
         constraint: CitationFormat | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> Iterator[str]:
         """Text deltas. `constraint` asks for decoding constrained to a cited sentence; engines
-        that cannot constrain (or a server that refuses it) write from the prompt alone."""
+        that cannot constrain (or a server that refuses it) write from the prompt alone.
+
+        `cancelled()` turning true means the caller no longer wants the reply: engines ask it
+        while they work, not only between tokens (a long prompt yields none for seconds), and
+        then stop, free for the next call, raising GenerationCancelled. Closing the iterator
+        stops an engine only at its next token."""
         ...
 
     def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
@@ -114,6 +120,12 @@ def decode_data_url(url: str) -> bytes:
         return base64.b64decode(payload, validate=True)
     except binascii.Error as exc:
         raise GenerationError(f"malformed base64 image data URL: {exc}") from None
+
+
+def stop_if_cancelled(cancelled: Callable[[], bool] | None) -> None:
+    """Where an engine can stop cheaply: raise if its caller no longer wants the reply."""
+    if cancelled is not None and cancelled():
+        raise GenerationCancelled("generation was cancelled by its caller")
 
 
 def merge_logprob(table: dict[str, float], token: str, logprob: float) -> None:

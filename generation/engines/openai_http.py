@@ -9,13 +9,19 @@ models get plain strings).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from mmrag.generation.engines.base import EngineInfo, Message, merge_logprob, text_only
+from mmrag.generation.engines.base import (
+    EngineInfo,
+    Message,
+    merge_logprob,
+    stop_if_cancelled,
+    text_only,
+)
 from mmrag.generation.errors import GenerationError
 
 if TYPE_CHECKING:
@@ -128,11 +134,18 @@ class OpenAIEngine:
         temperature: float = 0.0,
         stop: list[str] | None = None,
         constraint: CitationFormat | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> Iterator[str]:
         """With a `constraint`, the request also carries it the ways servers take it: a GBNF
         `grammar` (llama.cpp's server) and a `structured_outputs` regex with its older
         `guided_regex` spelling (vLLM); each ignores the others. A server that refuses them
-        (HTTP 400/422) is asked again without, and not asked with them again."""
+        (HTTP 400/422) is asked again without, and not asked with them again.
+
+        `cancelled` is asked before the request and at every line the server sends; when it
+        says stop, the connection closes, which is how a client tells vLLM or llama.cpp's
+        server to drop the request. A server reading a long prompt sends nothing, so there the
+        client stops only at the server's first line."""
+        stop_if_cancelled(cancelled)
         options = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop}
         guided = {}
         if constraint is not None and self.guided:
@@ -152,18 +165,21 @@ class OpenAIEngine:
                     self.guided = False
                 else:
                     self._check(response)
-                    yield from self._deltas(response)
+                    yield from self._deltas(response, cancelled)
                     return
             with self.client.stream(
                 "POST", "/chat/completions", json=self._body(messages, stream=True, **options)
             ) as response:
                 self._check(response)
-                yield from self._deltas(response)
+                yield from self._deltas(response, cancelled)
         except httpx.HTTPError as exc:
             raise self._fail(exc) from None
 
-    def _deltas(self, response: httpx.Response) -> Iterator[str]:
+    def _deltas(
+        self, response: httpx.Response, cancelled: Callable[[], bool] | None
+    ) -> Iterator[str]:
         for line in response.iter_lines():
+            stop_if_cancelled(cancelled)
             if not line.startswith("data:"):
                 continue  # blank separators, ": keep-alive" comments, event names
             payload = line[len("data:") :].strip()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from mmrag.generation.engines.base import (
     merge_logprob,
     text_only,
 )
-from mmrag.generation.errors import GenerationError
+from mmrag.generation.errors import GenerationCancelled, GenerationError
 
 if TYPE_CHECKING:
     from mmrag.generation.citations import CitationFormat
@@ -132,18 +132,25 @@ class TransformersEngine(InProcess):
         temperature: float = 0.0,
         stop: list[str] | None = None,
         constraint: CitationFormat | None = None,  # not enforced here: the prompt alone guides
+        cancelled: Callable[[], bool] | None = None,
     ) -> Iterator[str]:
         """Generation runs in a thread feeding a TextIteratorStreamer; closing the iterator early
-        (a stop string, or a caller that has its sentence) stops generation at the next token."""
+        (a stop string, or a caller that has its sentence) stops generation at the next token.
+        `cancelled` is asked in that thread after every forward pass, the prompt's included: a
+        pass cannot be stopped half-way, so a cancelled prompt is read to its end, and then
+        generation stops at its first token."""
         from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
 
         inputs = self._inputs(messages)
         streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
         halt = threading.Event()
+        unwanted = threading.Event()
 
         class Halt(StoppingCriteria):
             def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> bool:
-                return halt.is_set()
+                if cancelled is not None and cancelled():
+                    unwanted.set()
+                return halt.is_set() or unwanted.is_set()
 
         failure: list[BaseException] = []
 
@@ -170,6 +177,8 @@ class TransformersEngine(InProcess):
                     yield out
                 if cutter.stopped:
                     return
+            if unwanted.is_set():
+                raise GenerationCancelled("generation was cancelled by its caller")
             tail = cutter.flush()
             if tail:
                 yield tail

@@ -7,10 +7,16 @@ use vLLM anyway.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from mmrag.generation.engines.base import EngineInfo, InProcess, Message, merge_logprob
+from mmrag.generation.engines.base import (
+    EngineInfo,
+    InProcess,
+    Message,
+    merge_logprob,
+    stop_if_cancelled,
+)
 from mmrag.generation.errors import GenerationError
 
 if TYPE_CHECKING:
@@ -64,7 +70,12 @@ class VllmEngine(InProcess):
         temperature: float = 0.0,
         stop: list[str] | None = None,
         constraint: CitationFormat | None = None,  # not enforced here: the prompt alone guides
+        cancelled: Callable[[], bool] | None = None,
     ) -> Iterator[str]:
+        """`cancelled` is asked once, before the call: the offline API runs a call to its end,
+        so a caller that gave up before it began costs nothing and one that gives up later
+        waits for the whole completion (`vllm serve` with the openai engine stops sooner)."""
+        stop_if_cancelled(cancelled)
         text = self.chat(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
         if text:
             yield text

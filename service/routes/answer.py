@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
+from fastapi.concurrency import iterate_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
@@ -17,10 +18,16 @@ from starlette.types import Receive, Scope, Send
 
 from mmrag.core.attachments import ImageAttacher
 from mmrag.core.components import build_attacher
+from mmrag.core.deadline import Deadline
 from mmrag.core.pipeline import QAResult, QARun
 from mmrag.indexes.errors import InputError
-from mmrag.service.routes.common import ERRORS, check_answer_request, settings_of
-from mmrag.service.routes.uploads import IMAGE_PART, checked_image
+from mmrag.service.routes.common import (
+    ERRORS,
+    check_answer_request,
+    settings_of,
+    while_connected,
+)
+from mmrag.service.routes.uploads import IMAGE_PART
 from mmrag.service.schemas import AnswerRequest, AnswerResponse
 
 router = APIRouter()
@@ -133,21 +140,26 @@ async def answer(request: Request):
 
     Sent as a multipart form with an `image` file, the image is source [1]: the text OCR reads
     in it is the evidence (and, for engines that see images, the image itself); retrieved
-    sources follow."""
+    sources follow.
+
+    One deadline (request_timeout_s, from admission) covers reading the image, retrieval,
+    generation and verification; past it, or once the client has gone, the work stops."""
     body, upload = await answer_request(request)
     check_answer_request(request, body)
     state = request.app.state
-    options = {
-        "k": body.k,
-        "modality": body.modality,
-        "max_sources": body.max_sources,
-        "timeout_s": settings_of(request).request_timeout_s,
-    }
+    options = {"k": body.k, "modality": body.modality, "max_sources": body.max_sources}
     # Admitted before anything is sent: a full queue is a 429, also for streams.
     ticket = await state.answer_queue.acquire()
+    deadline = Deadline(settings_of(request).request_timeout_s)
+    options["deadline"] = deadline
     if upload is not None:
         try:
-            options["image"] = await checked_image(attacher(request).attach, upload)
+            reader = attacher(request)
+            reading = partial(reader.attach, upload, stop=deadline.stopped)
+            options["image"] = await while_connected(request, deadline, reading)
+        except InputError as exc:
+            ticket.release()
+            raise HTTPException(422, str(exc)) from None
         except BaseException:
             ticket.release()
             raise
@@ -160,7 +172,8 @@ async def answer(request: Request):
 
         return ReleasingStream(events(run, request), release)
     try:
-        result = await run_in_threadpool(state.pipeline.answer, body.question, **options)
+        answering = partial(state.pipeline.answer, body.question, **options)
+        result = await while_connected(request, deadline, answering)
     except InputError as exc:
         raise HTTPException(422, str(exc)) from None
     finally:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi import HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 
+from mmrag.core.deadline import Deadline
 from mmrag.core.settings import Settings
 from mmrag.service.schemas import AnswerRequest, ErrorOut, SearchRequest
 
@@ -17,10 +22,17 @@ def error(description: str) -> dict[str, Any]:
 NOT_FOUND = {404: error("no such source, or it has no image")}
 # What a route that takes a body and admits it through a queue can answer besides 200.
 ERRORS = {
+    408: error("the request's head or body did not arrive within head_timeout_s/body_timeout_s"),
     413: error("request body larger than the service's max_body_bytes"),
     422: error("invalid request: the detail names the field and the problem"),
     429: error("at capacity; retry after the Retry-After header's seconds"),
+    431: error("request head larger than max_head_bytes, or more than max_headers headers"),
 }
+# How often a request at work checks whether its client is still there.
+DISCONNECT_POLL_S = 0.25
+
+T = TypeVar("T")
+LOG = logging.getLogger("uvicorn.error")  # printed with uvicorn's own lines
 
 
 def settings_of(request: Request) -> Settings:
@@ -51,3 +63,18 @@ def check_answer_request(request: Request, body: AnswerRequest) -> None:
     limit = settings_of(request).max_sources_limit
     if body.max_sources is not None and body.max_sources > limit:
         raise HTTPException(422, f"max_sources must be at most {limit}")
+
+
+async def while_connected(request: Request, deadline: Deadline, work: Callable[[], T]) -> T:
+    """`work()` in the thread pool; if the client leaves meanwhile, `deadline` is cancelled, so
+    the work (which checks it) stops early, and its result goes nowhere. The caller's slot is
+    held until the work has stopped: until then it still occupies the OCR or the engine."""
+    running = asyncio.ensure_future(run_in_threadpool(work))
+    while not deadline.cancelled:
+        done, _ = await asyncio.wait({running}, timeout=DISCONNECT_POLL_S)
+        if done:
+            break
+        if await request.is_disconnected():
+            deadline.cancel()
+            LOG.info("%s %s: the client left; its work stops", request.method, request.url.path)
+    return await running
