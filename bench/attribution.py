@@ -27,7 +27,7 @@ from bench.report import latency_percentiles, write_report
 from mmrag.core.components import build_pipeline
 from mmrag.core.settings import Settings
 from mmrag.evaluation.metrics.webqa_acc import keyword_accuracy
-from mmrag.generation.attribution import invented_terms
+from mmrag.generation.verification.attribution import invented_terms
 from mmrag.indexes.corpus.webqa import iter_questions
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"

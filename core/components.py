@@ -158,7 +158,7 @@ def minilm_embed():
 
 
 def build_attributor(settings: Settings):
-    from mmrag.generation.attribution import Attributor, load_verifier
+    from mmrag.generation.verification.attribution import Attributor, load_verifier
 
     embed = minilm_embed() if settings.verifier == "lexical" else None
     return Attributor(load_verifier(settings.verifier, embed=embed, device=settings.device))

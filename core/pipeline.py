@@ -25,7 +25,6 @@ from typing import Any
 
 from mmrag.core.attachments import AttachedImage
 from mmrag.core.deadline import Deadline
-from mmrag.generation.attribution import UNANSWERED, AbstainPolicy, Attributor
 from mmrag.generation.grounding import CitationGrounder
 from mmrag.generation.scene_text import (
     SceneTextAnswerer,
@@ -33,6 +32,7 @@ from mmrag.generation.scene_text import (
     read_off_the_image,
 )
 from mmrag.generation.types import Answer
+from mmrag.generation.verification.attribution import UNANSWERED, AbstainPolicy, Attributor
 from mmrag.generation.writer import AnswerWriter
 from mmrag.retrieval.hybrid import HybridRetriever
 from mmrag.retrieval.rerank import ScoredSource, Selection, SourceSelector

@@ -10,9 +10,9 @@ from typing import Any
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mmrag.generation.attribution import AbstainPolicy, VerifierChoice
 from mmrag.generation.engines.base import EngineName
 from mmrag.generation.grounding import GrounderName
+from mmrag.generation.verification.attribution import AbstainPolicy, VerifierChoice
 from mmrag.indexes.errors import InputError
 from mmrag.indexes.images import MAX_IMAGE_PIXELS
 from mmrag.indexes.ocr.reader import DEFAULT_MIN_CONFIDENCE, OcrModels

@@ -3,8 +3,8 @@
 Pure functions, because small models do not obey formatting instructions (SmolLM2-135M
 sometimes invents [7] for two sources, and rambles past its first sentence): whatever the model
 wrote, the sentence that leaves here is one sentence whose every [n] names one of the n
-sources. Whether those sources support it is checked next (`generation.attribution`), and
-nothing here cites a source on the model's behalf.
+sources. Whether those sources support it is checked next (`generation.verification`), and nothing
+here cites a source on the model's behalf.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def cite(raw: str, sources: Sequence[SourceLike]) -> CitedText:
     citations the model wrote whose numbers name a given source.
 
     Invalid or invented numbers are dropped. Nothing is cited on the model's behalf here:
-    whether a source supports the sentence is for `generation.attribution` to decide.
+    whether a source supports the sentence is for `generation.verification.attribution` to decide.
     """
     sentence = _canonical_markers(first_sentence(raw), len(sources))
     if not strip_markers(sentence).strip(".!?"):  # nothing but markers or punctuation

@@ -27,15 +27,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from mmrag.generation.attribution import evidence_text
 from mmrag.generation.citations import cite_sentence, strip_markers
 from mmrag.generation.engines.base import Engine
 from mmrag.generation.errors import GenerationError
-from mmrag.generation.lexicon import STEM, terms
 from mmrag.generation.prompts import scene_text_messages
-from mmrag.generation.questions import asks_number, asks_yes_no, gives_what_is_asked
 from mmrag.generation.rationale import short_answer
 from mmrag.generation.types import Answer, Citation, SourceLike
+from mmrag.generation.verification.attribution import evidence_text
+from mmrag.generation.verification.lexicon import STEM, terms
+from mmrag.generation.verification.questions import asks_number, asks_yes_no, gives_what_is_asked
 
 ANSWER_MODES = ("free", "likelihood", "similarity")
 DEFAULT_MODE = "similarity"  # the winner on scene-text questions (docs/BENCHMARKS.md)

@@ -60,6 +60,6 @@ class Answer:
     generation_error: str | None = None  # set when the engine failed; text is then empty
     # True when no given source answers the question and the answer says so, citing nothing.
     abstained: bool = False
-    # Where the citations come from once checked (see generation.attribution): model,
+    # Where the citations come from once checked (see generation.verification.attribution): model,
     # verified, extractive, declined or unsupported; "" before checking or without an answer.
     attribution: str = ""

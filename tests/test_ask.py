@@ -12,7 +12,7 @@ import pytest
 from mmrag.core.components import build_pipeline
 from mmrag.core.settings import Settings
 from mmrag.evaluation.metrics.webqa_acc import keyword_accuracy
-from mmrag.generation.attribution import DECLINE
+from mmrag.generation.verification.attribution import DECLINE
 from mmrag.service.schemas import AnswerResponse
 from tests.helpers import SAMPLE, assert_one_line_error, free_port, run_mmrag
 

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from mmrag.generation.attribution import (
+from mmrag.generation.citations import CitationFormat, cite
+from mmrag.generation.errors import GenerationError
+from mmrag.generation.types import Answer
+from mmrag.generation.verification.attribution import (
     DECLINE,
     Attributor,
     LexicalVerifier,
@@ -22,11 +25,8 @@ from mmrag.generation.attribution import (
     load_verifier,
     supported_parts,
 )
-from mmrag.generation.citations import CitationFormat, cite
-from mmrag.generation.errors import GenerationError
-from mmrag.generation.lexicon import terms
-from mmrag.generation.questions import answers_the_question, yes_no_verdict
-from mmrag.generation.types import Answer
+from mmrag.generation.verification.lexicon import terms
+from mmrag.generation.verification.questions import answers_the_question, yes_no_verdict
 from tests.tiny_models import tiny_cross_encoder
 
 

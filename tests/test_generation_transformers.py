@@ -16,8 +16,8 @@ import pytest
 from PIL import Image
 
 from mmrag.generation import AnswerWriter, GenerationError, LMJudge, load_engine
-from mmrag.generation.attribution import Attributor, LexicalVerifier
 from mmrag.generation.prompts import image_part
+from mmrag.generation.verification.attribution import Attributor, LexicalVerifier
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"

@@ -6,7 +6,7 @@ alone, or the others do not without it). An answer that declines ("the indexed s
 answer this question") makes no claim: it counts toward the decline rate and not toward
 recall or precision. "Invented" marks an answer that states a number or name found in neither
 the question nor any of its sources. Support is judged by the configured verifier
-(`mmrag.generation.attribution`), so these numbers are as good as that verifier.
+(`mmrag.generation.verification.attribution`), so these numbers are as good as that verifier.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mmrag.generation.attribution import DECLINE, Attributor, invented_terms
 from mmrag.generation.types import SourceLike
+from mmrag.generation.verification.attribution import DECLINE, Attributor, invented_terms
 
 METRICS = ("citation_recall", "citation_precision", "decline_rate", "invented_rate")
 

@@ -56,7 +56,7 @@ from mmrag.evaluation.runs.report import (
 from mmrag.evaluation.scoring import ScoreReport
 from mmrag.evaluation.scoring import webqa as scoring
 from mmrag.evaluation.scoring.webqa import AttributionCheck
-from mmrag.generation.attribution import AbstainPolicy
+from mmrag.generation.verification.attribution import AbstainPolicy
 from mmrag.indexes.atomic import atomic_write_text
 from mmrag.indexes.corpus.webqa import WebQAQuestion
 from mmrag.indexes.sources import Source

@@ -19,8 +19,8 @@ from mmrag.evaluation.metrics.fluency import LogLikelihood, fluency_scores
 from mmrag.evaluation.metrics.retrieval import source_f1
 from mmrag.evaluation.metrics.webqa_acc import keyword_accuracies
 from mmrag.evaluation.scoring import ScoreReport, join, mean
-from mmrag.generation.attribution import Attributor
 from mmrag.generation.types import SourceLike
+from mmrag.generation.verification.attribution import Attributor
 from mmrag.indexes.corpus.webqa import QCATES, WebQAQuestion
 
 

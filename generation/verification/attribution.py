@@ -31,7 +31,8 @@ from pydantic import AfterValidator
 
 from mmrag.generation.citations import cite_sentence, first_sentence, strip_markers
 from mmrag.generation.errors import GenerationError
-from mmrag.generation.lexicon import (
+from mmrag.generation.types import Answer, Citation, SourceLike
+from mmrag.generation.verification.lexicon import (
     NUMBER_WORDS,
     STOPWORDS,
     Terms,
@@ -40,7 +41,7 @@ from mmrag.generation.lexicon import (
     terms,
     with_synonyms,
 )
-from mmrag.generation.questions import (
+from mmrag.generation.verification.questions import (
     Verdict,
     answers_the_question,
     asked_attribute,
@@ -52,7 +53,6 @@ from mmrag.generation.questions import (
     said_of_subject,
     yes_no_verdict,
 )
-from mmrag.generation.types import Answer, Citation, SourceLike
 
 DECLINE = "The indexed sources do not answer this question."
 UNANSWERED = frozenset({"declined", "unsupported"})  # attributions of an answer no source backs

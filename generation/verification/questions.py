@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from mmrag.generation.lexicon import (
+from mmrag.generation.verification.lexicon import (
     ATTRIBUTE_KIND,
     BOUND_KINDS,
     NUMBER_WORDS,
