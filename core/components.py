@@ -38,6 +38,29 @@ def build_engine(settings: Settings):
     )
 
 
+def build_judge(settings: Settings, retriever: HybridRetriever, engine):
+    """The LM judge: on the generator itself, or on the engine the judge_* settings name (a
+    small writer checked by a stronger VLM)."""
+    from mmrag.generation.engines import load_engine
+    from mmrag.generation.judge import LMJudge
+
+    if settings.judge_engine is None:
+        if settings.judge_model is not None or settings.judge_url is not None:
+            raise InputError("--judge-model and --judge-url need --judge-engine")
+        judge_engine = engine
+    else:
+        judge_engine = load_engine(
+            settings.judge_engine,
+            settings.judge_model,
+            base_url=settings.judge_url,
+            api_key=settings.api_key,
+            device=settings.device,
+            accepts_images=settings.judge_vision,
+            n_threads=settings.torch_threads,
+        )
+    return LMJudge(judge_engine, images=image_bytes(retriever))
+
+
 def grounding_problem(settings: Settings) -> str | None:
     """Why no grounder can be built from these settings, in one line naming the flag."""
     if settings.grounder == "detector" and settings.detector is None:
@@ -73,15 +96,13 @@ def build_citation_grounder(settings: Settings, retriever: HybridRetriever, engi
     return CitationGrounder(build_grounder(settings, engine), image_bytes(retriever))
 
 
-def build_scorer(settings: Settings, retriever: HybridRetriever, engine) -> RelevanceScorer | None:
+def build_scorer(settings: Settings, judge) -> RelevanceScorer | None:
     """None means: the calibrated retrieval scores are the relevance."""
     choice = settings.reranker
     if choice in ("auto", "none"):
         return None
     if choice == "lm-judge":
-        from mmrag.generation.judge import LMJudge
-
-        return JudgeScorer(LMJudge(engine, images=image_bytes(retriever)))
+        return JudgeScorer(judge)
     # Settings accept nothing else: cross-encoder:NAME_OR_PATH.
     return CrossEncoderScorer(choice.removeprefix("cross-encoder:"), device=settings.device)
 
@@ -119,13 +140,15 @@ def selection_threshold(
 
 
 def build_pipeline(settings: Settings) -> QAPipeline:
+    from mmrag.core.conversation import build_resolver
     from mmrag.generation.scene_text import DEFAULT_MODE, SceneTextAnswerer
     from mmrag.generation.writer import AnswerWriter
 
     limit_threads(settings.torch_threads)
     retriever = build_retriever(settings)
     engine = build_engine(settings)
-    scorer = build_scorer(settings, retriever, engine)
+    judge = build_judge(settings, retriever, engine)
+    scorer = build_scorer(settings, judge)
     selector = SourceSelector(
         scorer,
         threshold=selection_threshold(settings, retriever, scorer),
@@ -142,10 +165,11 @@ def build_pipeline(settings: Settings) -> QAPipeline:
         retriever,
         selector,
         writer,
-        build_attributor(settings),
+        build_attributor(settings, judge if judge.sees_images else None),
         abstain=settings.abstain,
         grounder=build_citation_grounder(settings, retriever, engine),
         scene_text=SceneTextAnswerer(engine, mode=DEFAULT_MODE, embed=minilm_embed()),
+        resolver=build_resolver(settings.rewrite, engine),
     )
 
 
@@ -157,11 +181,14 @@ def minilm_embed():
     return text_encoder(DEFAULT_TEXT_EMBEDDER).encode_texts
 
 
-def build_attributor(settings: Settings):
+def build_attributor(settings: Settings, judge=None):
+    """The configured verifier; with `judge` (an LM judge that sees images), claims cited to
+    images are also checked against their pixels."""
     from mmrag.generation.verification.attribution import Attributor, load_verifier
 
     embed = minilm_embed() if settings.verifier == "lexical" else None
-    return Attributor(load_verifier(settings.verifier, embed=embed, device=settings.device))
+    verifier = load_verifier(settings.verifier, embed=embed, device=settings.device)
+    return Attributor(verifier, judge=judge)
 
 
 def build_rationale_writer(engine, choose: str = "similarity"):

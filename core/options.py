@@ -91,6 +91,11 @@ def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
         "max_sources",
         "rerank_k",
         "verifier",
+        "judge_engine",
+        "judge_model",
+        "judge_url",
+        "judge_vision",
+        "rewrite",
         "abstain",
         "guided_citations",
     ):

@@ -24,15 +24,13 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from mmrag.core.attachments import AttachedImage
+from mmrag.core.conversation import Resolver, RuleResolver
 from mmrag.core.deadline import Deadline
+from mmrag.core.steps import StepContext, after_generation
 from mmrag.generation.grounding import CitationGrounder
-from mmrag.generation.scene_text import (
-    SceneTextAnswerer,
-    cites_what_is_pointed_at,
-    read_off_the_image,
-)
-from mmrag.generation.types import Answer
-from mmrag.generation.verification.attribution import UNANSWERED, AbstainPolicy, Attributor
+from mmrag.generation.scene_text import SceneTextAnswerer
+from mmrag.generation.types import Answer, Turn
+from mmrag.generation.verification.attribution import AbstainPolicy, Attributor
 from mmrag.generation.writer import AnswerWriter
 from mmrag.retrieval.hybrid import HybridRetriever
 from mmrag.retrieval.rerank import ScoredSource, Selection, SourceSelector
@@ -59,6 +57,7 @@ class Timings:
     """Seconds per stage of one question; `first_token_s` counts from the start of generation."""
 
     ocr_s: float = 0.0  # reading the text of an attached photo
+    resolve_s: float = 0.0  # a follow-up made a standalone question from the conversation
     retrieve_s: float = 0.0
     rerank_s: float = 0.0
     generate_s: float = 0.0
@@ -69,22 +68,37 @@ class Timings:
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
 
+    def add(self, stage: str, seconds: float) -> None:
+        setattr(self, stage, getattr(self, stage) + seconds)
+
 
 @dataclass
 class QAResult:
     answer: Answer
     selection: Selection
     timings: Timings = field(default_factory=Timings)
+    question: str = ""  # the question answered: a follow-up as resolved from the conversation
 
     def relevance(self) -> dict[str, float]:
         return {scored.source.id: scored.relevance for scored in self.selection.selected}
 
 
-def unanswered(selection: Selection, timings: Timings, error: str) -> QAResult:
+def unanswered(selection: Selection, timings: Timings, error: str, question: str) -> QAResult:
     """The selected sources without an answer, saying why."""
     sources = [scored.source for scored in selection.selected]
     answer = Answer("", "", [], sources, timings={}, generation_error=error)
-    return QAResult(answer, selection, timings)
+    return QAResult(answer, selection, timings, question)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a caller asks of one run besides where to look (retrieval's options)."""
+
+    question: str
+    conversation: tuple[Turn, ...] = ()  # the turns before the question, oldest first
+    abstain: AbstainPolicy | None = None  # None: the pipeline's policy
+    max_tokens: int | None = None  # at most the writer's own
+    temperature: float = 0.0
 
 
 class QARun:
@@ -96,14 +110,14 @@ class QARun:
     """
 
     def __init__(
-        self, pipeline: QAPipeline, question: str, deadline: Deadline, options: dict
+        self, pipeline: QAPipeline, asked: Asked, deadline: Deadline, options: dict
     ) -> None:
         self.result: QAResult | None = None
         self.deadline = deadline
         self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        self._generating: tuple[Selection, Timings, float] | None = None
+        self._generating: tuple[Selection, Timings, float, str] | None = None
         self._worker = threading.Thread(
-            target=self._work, args=(pipeline, question, options), name="qa-run", daemon=True
+            target=self._work, args=(pipeline, asked, options), name="qa-run", daemon=True
         )
         _workers.add(self._worker)
         self._worker.start()
@@ -151,45 +165,41 @@ class QARun:
             # The engine hangs (say, before its first token): answer without it, and let the
             # worker stop at its next token, if one ever comes.
             self.close()
-            selection, timings, started = self._generating
+            selection, timings, started, question = self._generating
             timings = replace(timings, generate_s=time.monotonic() - started)
-            return "done", unanswered(selection, timings, self.deadline.timed_out())
+            return "done", unanswered(selection, timings, self.deadline.timed_out(), question)
 
-    def _work(self, pipeline: QAPipeline, question: str, options: dict) -> None:
-        abstain = options.pop("abstain") or pipeline.abstain
-        image = options["image"]
+    def _work(self, pipeline: QAPipeline, asked: Asked, options: dict) -> None:
+        abstain = asked.abstain or pipeline.abstain
+        question, image = asked.question, options["image"]
         try:
             timings = Timings()
+            if asked.conversation:
+                resolving = time.perf_counter()
+                question = pipeline.resolver.resolve(asked.conversation, question)
+                timings.resolve_s = time.perf_counter() - resolving
             selection = pipeline.select(question, timings, **options)
             started = time.monotonic()
-            self._events.put(("generating", (selection, timings, started)))
+            self._events.put(("generating", (selection, timings, started, question)))
             if (reason := self.deadline.why_stop()) is not None:
-                self._events.put(("done", unanswered(selection, timings, reason)))
+                self._events.put(("done", unanswered(selection, timings, reason, question)))
                 return
             answer = pipeline.writer.write(
                 question,
                 [scored.source for scored in selection.selected],
                 on_token=lambda delta: self._events.put(("token", delta)),
                 interrupt=self.deadline.why_stop,
+                max_tokens=asked.max_tokens,
+                temperature=asked.temperature,
             )
             timings.generate_s = answer.timings["generate_s"]
             timings.first_token_s = answer.timings["first_token_s"]
-            verifying = time.perf_counter()
-            answer = pipeline.attributor.attribute(question, answer, abstain=abstain == "auto")
-            if image is not None and not cites_what_is_pointed_at(question, answer, image.id):
-                answer = pipeline.attributor.unanswered(answer, abstain=abstain == "auto")
-            timings.verify_s = time.perf_counter() - verifying
-            if image is not None and answer.attribution in UNANSWERED and pipeline.scene_text:
-                reading = time.perf_counter()
-                lines = [line.text for line in image.ocr]
-                answer = read_off_the_image(
-                    pipeline.scene_text, question, answer, image, lines, data=image.data
-                )
-                timings.generate_s += time.perf_counter() - reading
-            if pipeline.grounder is not None and not self.deadline.stopped():
-                answer = pipeline.grounder.ground(question, answer)
-                timings.ground_s = answer.timings["ground_s"]
-            self._events.put(("done", QAResult(answer, selection, timings)))
+            context = StepContext(question, image, abstain == "auto", self.deadline)
+            for step in pipeline.steps:
+                began = time.perf_counter()
+                answer = step(answer, context)
+                timings.add(step.timing, time.perf_counter() - began)
+            self._events.put(("done", QAResult(answer, selection, timings, question)))
         except BaseException as exc:  # handed to the consumer, who raises it
             self._events.put(("error", exc))
         finally:
@@ -207,17 +217,22 @@ class QAPipeline:
         abstain: AbstainPolicy = "auto",
         grounder: CitationGrounder | None = None,
         scene_text: SceneTextAnswerer | None = None,
+        resolver: Resolver | None = None,
     ) -> None:
         """`grounder`, when given, boxes the region of each cited image that supports the
         answer (`Citation.box`), within the run's deadline. `scene_text`, when given, answers
-        from an attached photo's text what no source supports (`read_off_the_image`)."""
+        from an attached photo's text what no source supports (`read_off_the_image`). They
+        and the attributor make the steps after generation (`core.steps`). `resolver` makes a
+        follow-up a standalone question from the conversation before it (`core.conversation`;
+        the offline rules by default)."""
         self.retriever = retriever
         self.selector = selector
         self.writer = writer
         self.attributor = attributor
         self.abstain = abstain
         self.grounder = grounder
-        self.scene_text = scene_text
+        self.steps = after_generation(attributor, scene_text=scene_text, grounder=grounder)
+        self.resolver = resolver or RuleResolver()
 
     def run(
         self,
@@ -231,18 +246,21 @@ class QAPipeline:
         deadline: Deadline | None = None,
         abstain: AbstainPolicy | None = None,
         image: AttachedImage | None = None,
+        conversation: Sequence[Turn] = (),
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
     ) -> QARun:
         """Start answering; `candidates` (source ids) restricts retrieval to ranking those, as
         in WebQA's restricted setting. The run stops at `deadline` (a request's, begun before
         the run), else `timeout_s` from now; `abstain` overrides the pipeline's policy for
-        this question."""
+        this question. With `conversation` (the turns before this one), the question is first
+        resolved into one that stands alone, and that is what is answered and returned.
+        `max_tokens` (capped by the writer's) and `temperature` are the caller's for this
+        answer."""
+        asked = Asked(question, tuple(conversation), abstain, max_tokens, temperature)
         options = {"k": k, "modality": modality, "max_sources": max_sources, "image": image}
-        return QARun(
-            self,
-            question,
-            deadline or Deadline(timeout_s),
-            {**options, "candidates": candidates, "abstain": abstain},
-        )
+        options["candidates"] = candidates
+        return QARun(self, asked, deadline or Deadline(timeout_s), options)
 
     def answer(self, question: str, **options: Any) -> QAResult:
         """`run` and wait for the result."""

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mmrag.core.conversation import RewriteMode
 from mmrag.generation.engines.base import EngineName
 from mmrag.generation.grounding import GrounderName
 from mmrag.generation.verification.attribution import AbstainPolicy, VerifierChoice
@@ -80,6 +81,33 @@ class Settings(BaseSettings):
         "lexical",
         description="checks that each cited source supports the answer: lexical (offline: "
         "the answer's new facts must be in the source) or nli:NAME_OR_PATH",
+    )
+    judge_engine: EngineName | None = Field(
+        None,
+        description="backend of the LM judge, which scores relevance (--reranker lm-judge) and, "
+        "when it sees images, checks claims cited to images against their pixels; default: "
+        "the generator itself",
+    )
+    judge_model: str | None = Field(
+        None, description="the judge's model (hub name, path or served name); needs judge_engine"
+    )
+    judge_url: str | None = Field(
+        None, description="base URL of the judge's OpenAI-compatible server (judge_engine openai)"
+    )
+    judge_vision: bool | None = Field(
+        None, description="the judge takes images, as vision says of the generator"
+    )
+    rewrite: RewriteMode = Field(
+        "rules",
+        description="how a follow-up becomes a standalone question: rules (offline: carry the "
+        "named thing of earlier turns into one that refers back to it or leaves it out) or llm "
+        "(the generator rewrites it, for models that can)",
+    )
+    max_turns: int = Field(
+        64, ge=1, description="conversations with more messages get a 422 (OpenAI shape on chat)"
+    )
+    max_message_chars: int = Field(
+        8000, ge=1, description="earlier messages of a conversation longer than this get a 422"
     )
     abstain: AbstainPolicy = Field(
         "auto",

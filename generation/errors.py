@@ -15,3 +15,7 @@ class GenerationError(ValueError):
 class GenerationCancelled(GenerationError):
     """An engine stopped because its caller no longer wants the reply (a deadline passed, a
     client went away): the caller knows why, and the engine is free for the next question."""
+
+
+class NoLogprobs(GenerationError):
+    """A server that answers but gives no token probabilities: a judge then reads its reply."""

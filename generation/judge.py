@@ -1,20 +1,27 @@
-"""An instruction model as a relevance judge: P("yes") that a source helps answer a question.
+"""An instruction model as a judge: P("yes") that a source helps answer a question (source
+selection), or that an image shows what a claim citing it says (verification).
 
-The reranker (retrieval) receives this object through its RelevanceJudge protocol, so the
-prompt lives here and retrieval never imports generation.
+One judge serves both, so the reading of P("yes") exists once: the reranker receives it through
+retrieval's RelevanceJudge protocol (retrieval never imports generation), and the attributor
+asks it about claims cited to images, which only a model that sees the pixels can check. The
+judge may be another model than the generator (a small writer checked by a stronger VLM).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
-from mmrag.generation.engines.base import Engine
-from mmrag.generation.prompts import judge_messages
+from mmrag.generation.engines.base import Engine, Message
+from mmrag.generation.errors import NoLogprobs
+from mmrag.generation.prompts import judge_messages, support_messages
 from mmrag.generation.types import SourceLike
 
 YES = frozenset({"yes"})
 NO = frozenset({"no"})
+UNDECIDED = 0.5  # neither answer among the top tokens, or a reply that is neither
+_FIRST_WORD = re.compile(r"[^\W_]+")
 
 
 def yes_probability(logprobs: dict[str, float]) -> float:
@@ -25,24 +32,59 @@ def yes_probability(logprobs: dict[str, float]) -> float:
     """
     yes = sum(math.exp(lp) for token, lp in logprobs.items() if token.strip().lower() in YES)
     no = sum(math.exp(lp) for token, lp in logprobs.items() if token.strip().lower() in NO)
-    return yes / (yes + no) if yes + no > 0 else 0.5
+    return yes / (yes + no) if yes + no > 0 else UNDECIDED
+
+
+def reply_probability(reply: str) -> float:
+    """A plain reply read as a probability: "Yes." is 1, "no" is 0, anything else undecided."""
+    first = _FIRST_WORD.search(reply)
+    word = first.group(0).lower() if first else ""
+    return 1.0 if word in YES else 0.0 if word in NO else UNDECIDED
 
 
 class LMJudge:
     """`images(source)` supplies an image source's bytes for engines that take images; others
-    judge the caption (plus any OCR text)."""
+    judge the caption (plus any OCR text), and cannot check a claim against pixels."""
 
     def __init__(
         self, engine: Engine, *, images: Callable[[SourceLike], bytes | None] | None = None
     ) -> None:
         self.engine = engine
         self.images = images if engine.info.accepts_images else None
+        self._plain_replies = False  # the engine gave no token probabilities once: read replies
+
+    @property
+    def sees_images(self) -> bool:
+        return self.images is not None
+
+    def _image(self, source: SourceLike) -> bytes | None:
+        if self.images is None or source.modality != "image":
+            return None
+        return self.images(source)
 
     def relevance(self, question: str, source: SourceLike, ocr_text: str | None = None) -> float:
-        image = None
-        if self.images is not None and source.modality == "image":
-            image = self.images(source)
         if ocr_text is None:
             ocr_text = getattr(source, "ocr_text", None)
-        messages = judge_messages(question, source, ocr_text=ocr_text, image=image)
-        return yes_probability(self.engine.next_token_logprobs(messages, top_k=20))
+        messages = judge_messages(question, source, ocr_text=ocr_text, image=self._image(source))
+        return self.probability(messages)
+
+    def support(self, question: str, claim: str, source: SourceLike) -> float | None:
+        """P(the image source shows the claim, its caption as context); None when the judge
+        cannot see it (an engine without images, a source whose bytes are missing) or says
+        neither yes nor no."""
+        image = self._image(source)
+        if not image:
+            return None
+        seen = self.probability(support_messages(question, claim, source, image=image))
+        return None if seen == UNDECIDED else seen
+
+    def probability(self, messages: list[Message]) -> float:
+        """P("yes") from the next token's probabilities; from a short reply where the engine
+        gives none (an OpenAI-compatible server without `logprobs`), asked that way from then
+        on rather than failing twice per question."""
+        if not self._plain_replies:
+            try:
+                return yes_probability(self.engine.next_token_logprobs(messages, top_k=20))
+            except NoLogprobs:
+                self._plain_replies = True
+        return reply_probability(self.engine.chat(messages, max_tokens=3, temperature=0.0))

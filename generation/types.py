@@ -7,7 +7,7 @@ can be passed without generation importing `indexes`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 
 class SourceLike(Protocol):
@@ -42,12 +42,31 @@ class Region:
     label: str  # what was looked for, or the VLM's name for what it boxed
 
 
+JudgedBy = Literal["text", "image"]
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One earlier message of a conversation: what the user asked, or what was answered."""
+
+    role: Role
+    content: str
+
+
 @dataclass(frozen=True)
 class Citation:
     marker: int  # the n of [n]: 1-based position in Answer.sources
     source_id: str
     modality: str
     box: Region | None = None  # in a cited image, the region that supports the answer
+    # In a cited text, the sentence that supports the answer: [start, end) in its `text`.
+    span: tuple[int, int] | None = None
+    # What judged that the source supports the answer: its text (title, caption or snippet,
+    # OCR text) or a judge that looked at its image; None where nothing judged it.
+    judged_by: JudgedBy | None = None
+    # How surely: the text verifier's score, or the judge's P("yes").
+    support: float | None = None
 
 
 @dataclass

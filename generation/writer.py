@@ -40,8 +40,12 @@ class AnswerWriter:
         *,
         on_token: Callable[[str], None] | None = None,
         interrupt: Callable[[], str | None] | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
     ) -> Answer:
         """The cited answer; `on_token` sees the text deltas as the model writes them.
+        `max_tokens` (at most the writer's own) and `temperature` are a caller's for this
+        answer, as an OpenAI client asks for them.
 
         Deltas are raw model text up to the end of the first sentence (its markers not yet
         checked); the Answer's text is the validated one. Generation stops as soon as a second
@@ -67,8 +71,8 @@ class AnswerWriter:
             constraint = citation_format(len(sources)) if self.guided else None
             deltas = self.engine.stream(
                 messages,
-                max_tokens=self.max_tokens,
-                temperature=0.0,
+                max_tokens=min(max_tokens or self.max_tokens, self.max_tokens),
+                temperature=temperature,
                 constraint=constraint,
                 cancelled=None if interrupt is None else interrupted,
             )

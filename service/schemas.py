@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationInfo
 from pydantic_core import PydanticCustomError
@@ -15,7 +15,7 @@ from mmrag.retrieval.types import Candidate, ModalityFilter
 if TYPE_CHECKING:  # the pipeline pulls in generation; search-only callers must not need it
     from mmrag.core.pipeline import QAResult
     from mmrag.generation.grounding import Grounding
-    from mmrag.generation.types import Region
+    from mmrag.generation.types import Citation, Region
 
 
 def valid_text(text: str) -> str:
@@ -178,6 +178,13 @@ class BoxOut(BaseModel):
         return None if region is None else cls(**asdict(region))
 
 
+class SpanOut(BaseModel):
+    """Characters [start, end) of a source's `text`."""
+
+    start: int
+    end: int
+
+
 class CitationOut(BaseModel):
     marker: int
     source_id: str
@@ -187,6 +194,30 @@ class CitationOut(BaseModel):
         description="for a cited image, the region that supports the answer (when the service "
         "has a detector or grounding VLM)",
     )
+    span: SpanOut | None = Field(
+        None, description="for a cited text, the sentence of its `text` that supports the answer"
+    )
+    judged_by: Literal["text", "image"] | None = Field(
+        None,
+        description="what found that the source supports the answer: its text (title, caption "
+        "or snippet, OCR text), or a judge that looked at its image; null where nothing judged",
+    )
+    support: float | None = Field(
+        None, description="how surely: the text verifier's score, or the image judge's P(yes)"
+    )
+
+    @classmethod
+    def from_citation(cls, citation: Citation) -> CitationOut:
+        span = citation.span
+        return cls(
+            marker=citation.marker,
+            source_id=citation.source_id,
+            modality=citation.modality,
+            box=BoxOut.from_region(citation.box),
+            span=None if span is None else SpanOut(start=span[0], end=span[1]),
+            judged_by=citation.judged_by,
+            support=citation.support,
+        )
 
 
 class AnswerResponse(BaseModel):
@@ -217,15 +248,7 @@ class AnswerResponse(BaseModel):
         return cls(
             answer=answer.text,
             answer_without_markers=answer.text_without_markers,
-            citations=[
-                CitationOut(
-                    marker=c.marker,
-                    source_id=c.source_id,
-                    modality=c.modality,
-                    box=BoxOut.from_region(c.box),
-                )
-                for c in answer.citations
-            ],
+            citations=[CitationOut.from_citation(c) for c in answer.citations],
             sources=[SourceOut.from_source(s, relevance.get(s.id)) for s in answer.sources],
             timings=result.timings.as_dict(),
             generation_error=answer.generation_error,

@@ -22,10 +22,17 @@ Reply = Callable[[dict[str, Any]], str]
 
 
 class Recorder:
-    def __init__(self, reply: Reply, model: str, refuse: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        reply: Reply,
+        model: str,
+        refuse: frozenset[str] = frozenset(),
+        logprobs: bool = True,
+    ) -> None:
         self.reply = reply
         self.model = model
         self.refuse = refuse  # request fields answered with HTTP 400, as a strict server does
+        self.logprobs = logprobs  # False: as a server that ignores `logprobs`
         self.requests: list[tuple[str, dict[str, Any]]] = []  # (path, JSON body)
         self.lock = threading.Lock()
         self.url = ""
@@ -87,9 +94,12 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(b"data: [DONE]\n\n")
                 return
             choice: dict[str, Any] = {"message": {"role": "assistant", "content": text}}
-            if body.get("logprobs"):
-                top = [{"token": "yes", "logprob": -0.2}, {"token": "no", "logprob": -1.7}]
-                choice["logprobs"] = {"content": [{"token": "yes", "top_logprobs": top}]}
+            if body.get("logprobs") and recorder.logprobs:
+                # The scripted reply's first word leads: P("yes") = 0.82 for a "yes" (or any
+                # other reply), 0.18 for a "no".
+                first, second = ("no", "yes") if text.lower().startswith("no") else ("yes", "no")
+                top = [{"token": first, "logprob": -0.2}, {"token": second, "logprob": -1.7}]
+                choice["logprobs"] = {"content": [{"token": first, "top_logprobs": top}]}
             self._json({"choices": [choice]})
 
     return Handler
@@ -100,10 +110,12 @@ def recording_server(
     reply: Reply = lambda _body: "The door is red [1].",
     model: str = "Qwen/Qwen2.5-VL-7B-Instruct",
     refuse: set[str] | frozenset[str] = frozenset(),
+    logprobs: bool = True,
 ) -> Iterator[Recorder]:
     """Serves on a free loopback port until the block ends; `Recorder.url` is its /v1 root.
-    Requests carrying any field in `refuse` get HTTP 400."""
-    recorder = Recorder(reply, model, frozenset(refuse))
+    Requests carrying any field in `refuse` get HTTP 400; with `logprobs=False` no reply
+    carries token probabilities."""
+    recorder = Recorder(reply, model, frozenset(refuse), logprobs)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(recorder))
     recorder.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, daemon=True)

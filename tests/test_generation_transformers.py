@@ -85,8 +85,8 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def save_tiny_llava(folder: Path, tokenizer) -> Path:
+    """A random LLaVA (a CLIP vision tower and a Llama) over `tokenizer`, saved in `folder`."""
     import torch
     from transformers import (
         CLIPImageProcessor,
@@ -96,8 +96,6 @@ def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
         LlavaProcessor,
     )
 
-    folder = tmp_path_factory.mktemp("tiny-llava")
-    tokenizer = byte_tokenizer()
     vision = CLIPVisionConfig(
         hidden_size=16,
         intermediate_size=32,
@@ -127,6 +125,11 @@ def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
         chat_template=CHATML,
     ).save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_tiny_llava(tmp_path_factory.mktemp("tiny-llava"), byte_tokenizer())
 
 
 def png(color: str) -> bytes:

@@ -22,7 +22,7 @@ from mmrag.generation.engines.base import (
     stop_if_cancelled,
     text_only,
 )
-from mmrag.generation.errors import GenerationError
+from mmrag.generation.errors import GenerationError, NoLogprobs
 
 if TYPE_CHECKING:
     from mmrag.generation.citations import CitationFormat
@@ -208,7 +208,7 @@ class OpenAIEngine:
         )
         content = (reply["choices"][0].get("logprobs") or {}).get("content") or []
         if not content:
-            raise GenerationError(
+            raise NoLogprobs(
                 f"{self.root} returned no logprobs for model {self.model}; the server must "
                 "support `logprobs` (vLLM and llama.cpp's server do)"
             )

@@ -16,6 +16,14 @@ Support is decided by a `Verifier`: an NLI or cross-encoder model by name or pat
 offline default, `LexicalVerifier`: what the claim adds to the question (numbers, names,
 attributes) must be found in the source's text, caption or OCR text, with embedding similarity
 breaking the tie when only some of it is.
+
+A claim cited to an image may say what only its pixels show: WebQA writes its image questions
+(colours, shapes, counts) so that the caption does not answer them. With a judge that sees
+images (`ImageJudge`, the LM judge on a VLM), such a claim is supported when its text holds the
+whole claim or the judge confirms it from the image, and a judge's "no" beats a partial text
+match. Text sources, and every source when no judge sees images, are verified as before.
+Each kept citation says what judged it and how surely, and a text source's the sentence that
+supports the claim (`Citation.span`).
 """
 
 from __future__ import annotations
@@ -31,12 +39,13 @@ from pydantic import AfterValidator
 
 from mmrag.generation.citations import cite_sentence, first_sentence, strip_markers
 from mmrag.generation.errors import GenerationError
-from mmrag.generation.types import Answer, Citation, SourceLike
+from mmrag.generation.types import Answer, Citation, JudgedBy, SourceLike
 from mmrag.generation.verification.lexicon import (
     NUMBER_WORDS,
     STOPWORDS,
     Terms,
     attribute,
+    sentence_spans,
     sentences,
     terms,
     with_synonyms,
@@ -70,6 +79,9 @@ def evidence_text(source: SourceLike) -> str:
 
 class Verifier(Protocol):
     name: str
+    # A score from which the text alone settles support, whatever an image shows; below it a
+    # judge that sees the image decides for an image source.
+    certain: float
 
     def support(self, question: str, claim: str, evidence: Sequence[str]) -> float:
         """How surely the evidence (texts read together) supports the claim, in [0, 1]."""
@@ -92,6 +104,7 @@ class LexicalVerifier:
     """
 
     name = "lexical"
+    certain = 1.0  # every word of the claim found; below, a similar sentence broke a tie
 
     def __init__(self, embed: Embed | None = None) -> None:
         self.embed = embed
@@ -183,6 +196,7 @@ class NLIVerifier:
             )
         self.entailment = entail[0] if entail else None
         self.name = f"nli:{name_or_path}"
+        self.certain = SUPPORTED  # its score is a probability of entailment
 
     def support(self, question: str, claim: str, evidence: Sequence[str]) -> float:
         torch = self.torch
@@ -227,14 +241,54 @@ class CitationScores(NamedTuple):
     precision: float | None
 
 
+class ImageJudge(Protocol):
+    """What verification asks a model that sees images (the LM judge on a VLM)."""
+
+    def support(self, question: str, claim: str, source: SourceLike) -> float | None:
+        """P(the image source shows the claim); None when it cannot see the image or gives
+        no verdict."""
+        ...
+
+
+class Judgement(NamedTuple):
+    supported: bool
+    judged_by: JudgedBy
+    score: float  # the text verifier's score, or the judge's P("yes")
+
+
 class Attributor:
-    def __init__(self, verifier: Verifier, *, threshold: float = SUPPORTED) -> None:
+    def __init__(
+        self,
+        verifier: Verifier,
+        *,
+        threshold: float = SUPPORTED,
+        judge: ImageJudge | None = None,
+    ) -> None:
+        """`judge`, a model that sees images, checks claims cited to image sources against
+        their pixels; without one, every source is judged by its text."""
         self.verifier = verifier
         self.threshold = threshold
+        self.judge = judge
+
+    def text_support(self, question: str, claim: str, sources: Sequence[SourceLike]) -> float:
+        return self.verifier.support(question, claim, [evidence_text(s) for s in sources])
+
+    def judgement(self, question: str, claim: str, source: SourceLike) -> Judgement:
+        """Whether one source supports the claim, and what said so. Its text settles it when
+        it holds the whole claim; else, for an image, a judge that sees it decides (its "no"
+        beating a partial text match); else the text verifier's verdict stands."""
+        text = self.text_support(question, claim, [source])
+        if source.modality == "image" and self.judge is not None and text < self.verifier.certain:
+            seen = self.judge.support(question, claim, source)
+            if seen is not None:
+                return Judgement(seen >= SUPPORTED, "image", seen)
+        return Judgement(text >= self.threshold, "text", text)
 
     def supports(self, question: str, claim: str, sources: Sequence[SourceLike]) -> bool:
-        evidence = [evidence_text(source) for source in sources]
-        return self.verifier.support(question, claim, evidence) >= self.threshold
+        """One source as `judgement` judges it; several read together, as text."""
+        if len(sources) == 1:
+            return self.judgement(question, claim, sources[0]).supported
+        return self.text_support(question, claim, sources) >= self.threshold
 
     def attribute(self, question: str, answer: Answer, *, abstain: bool = True) -> Answer:
         """The answer with only supported citations, or replaced or declined as the module
@@ -243,26 +297,45 @@ class Attributor:
             return answer
         sources = list(answer.sources)
         for claim in supported_parts(question, answer.text_without_markers):
-            cited = [sources[c.marker - 1] for c in answer.citations]
-            kept = [
-                c
-                for c, s in zip(answer.citations, cited, strict=True)
-                if self.supports(question, claim, [s])
-            ]
-            if not kept and cited and self.supports(question, claim, cited):
-                kept = answer.citations  # a comparison needs both of its sources
+            judged: dict[int, Judgement] = {}  # by marker: a judge that sees is asked once
+
+            def judge(marker: int, claim: str = claim, judged: dict = judged) -> Judgement:
+                if marker not in judged:
+                    judged[marker] = self.judgement(question, claim, sources[marker - 1])
+                return judged[marker]
+
+            markers = [c.marker for c in answer.citations]
+            kept = [n for n in markers if judge(n).supported]
             if kept:
-                return self._cited(answer, claim, kept, "model")
-            backing = [n for n, s in enumerate(sources, 1) if self.supports(question, claim, [s])]
-            if not backing and len(sources) > 1 and self.supports(question, claim, sources):
-                backing = list(range(1, len(sources) + 1))
+                return self._cited(answer, claim, [_judged(sources, n, judge(n)) for n in kept])
+            if len(markers) > 1:  # a comparison needs both of its sources
+                joint = self._joint(question, claim, sources, markers)
+                if joint is not None:
+                    return self._cited(answer, claim, joint, "model")
+            backing = [n for n in range(1, len(sources) + 1) if judge(n).supported]
             if backing:
-                return self._cited(answer, claim, _citations(sources, backing[:2]), "verified")
+                citations = [_judged(sources, n, judge(n)) for n in backing[:2]]
+                return self._cited(answer, claim, citations, "verified")
+            if len(sources) > 1:
+                everything = range(1, len(sources) + 1)
+                joint = self._joint(question, claim, sources, everything)
+                if joint is not None:
+                    return self._cited(answer, claim, joint[:2], "verified")
         extracted = self._extract(question, sources)
         if extracted is not None:
             sentence, number = extracted
-            return self._cited(answer, sentence, _citations(sources, [number]), "extractive")
+            citation = _judged(sources, number, None)
+            return self._cited(answer, sentence, [citation], "extractive")
         return self.unanswered(answer, abstain=abstain)
+
+    def _joint(
+        self, question: str, claim: str, sources: Sequence[SourceLike], markers: Sequence[int]
+    ) -> list[Citation] | None:
+        """Citations of sources that support the claim only read together, as text."""
+        score = self.text_support(question, claim, [sources[n - 1] for n in markers])
+        if score < self.threshold:
+            return None
+        return [_judged(sources, n, Judgement(True, "text", score)) for n in markers]
 
     def unanswered(self, answer: Answer, *, abstain: bool) -> Answer:
         """An answer no source supports: declined, or kept without citations."""
@@ -291,13 +364,20 @@ class Attributor:
         return None
 
     @staticmethod
-    def _cited(answer: Answer, claim: str, citations: list[Citation], how: str) -> Answer:
+    def _cited(answer: Answer, claim: str, citations: list[Citation], how: str = "model") -> Answer:
+        """The claim, cited; each cited text source with the sentence that supports it."""
         text = cite_sentence(claim, [c.marker for c in citations])
+        spans = [
+            replace(c, span=support_span(claim, answer.sources[c.marker - 1].text))
+            if c.modality == "text"
+            else c
+            for c in citations
+        ]
         return replace(
             answer,
             text=text,
             text_without_markers=strip_markers(text),
-            citations=citations,
+            citations=spans,
             attribution=how,
         )
 
@@ -314,6 +394,20 @@ class Attributor:
             for source in cited
         )
         return CitationScores(1.0, needed / len(cited))
+
+
+def support_span(claim: str, text: str) -> tuple[int, int] | None:
+    """The sentence of a source's text that holds most of the claim's facts (numbers, names,
+    attributes), then of its words; the first of equals. None when it shares no word."""
+    said = terms(claim)
+    key, words = with_synonyms(said.key), with_synonyms(said.words)
+    best, found = (0, 0), None
+    for start, end in sentence_spans(text):
+        held = with_synonyms(terms(text[start:end]).words)
+        shared = (len(key & held), len(words & held))
+        if shared > best:
+            best, found = shared, (start, end)
+    return found
 
 
 def supported_parts(question: str, claim: str) -> list[str]:
@@ -337,8 +431,12 @@ def supported_parts(question: str, claim: str) -> list[str]:
 
 def _sentences_title_last(source: SourceLike) -> list[str]:
     """A source's sentences to answer from: its caption or snippet says more than its title
-    ("Blue Door of the Harbor Inn"), which comes last."""
-    said = [source.text, getattr(source, "ocr_text", None) or "", source.title]
+    ("Blue Door of the Harbor Inn"), which comes last. Text read in an image is cut at its
+    lines, where a sign's text breaks: read as one sentence, a page of it with no full stop
+    was "extracted" whole as an 80 KB answer."""
+    read = getattr(source, "ocr_text", None) or ""
+    lines = [line.text for line in getattr(source, "ocr", ())] or [read]
+    said = [source.text, *lines, source.title]
     return [sentence for part in said if part for sentence in sentences(part)]
 
 
@@ -350,11 +448,16 @@ def _lower_article(sentence: str) -> str:
     return f"{first.lower()} {rest}" if plain else sentence
 
 
-def _citations(sources: Sequence[SourceLike], markers: Sequence[int]) -> list[Citation]:
-    return [
-        Citation(marker=n, source_id=sources[n - 1].id, modality=sources[n - 1].modality)
-        for n in markers
-    ]
+def _judged(sources: Sequence[SourceLike], marker: int, judged: Judgement | None) -> Citation:
+    """The citation of source [marker]; an extracted sentence is the source's own text."""
+    source = sources[marker - 1]
+    return Citation(
+        marker=marker,
+        source_id=source.id,
+        modality=source.modality,
+        judged_by="text" if judged is None else judged.judged_by,
+        support=None if judged is None else judged.score,
+    )
 
 
 def invented_terms(question: str, claim: str, sources: Sequence[SourceLike]) -> frozenset[str]:

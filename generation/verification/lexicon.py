@@ -196,15 +196,26 @@ def with_synonyms(words: frozenset[str]) -> frozenset[str]:
     return words.union(*(group for group in SAME_RELATION if group & words))
 
 
-def sentences(text: str) -> list[str]:
-    """The text cut where a sentence ends: not after "St." in "the Chapel of St. Aidan"."""
-    parts, start = [], 0
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Where each sentence of the text stands, [start, end) without surrounding blanks: cut
+    where a sentence ends, not after "St." in "the Chapel of St. Aidan"."""
+    cuts, start = [], 0
     for gap in _SENTENCE_GAP.finditer(text):
         if not is_abbreviation(text, gap.start() - 1):
-            parts.append(text[start : gap.start()])
+            cuts.append((start, gap.start()))
             start = gap.end()
-    parts.append(text[start:])
-    return [part.strip() for part in parts if part.strip()]
+    cuts.append((start, len(text)))
+    spans = []
+    for begin, end in cuts:
+        part = text[begin:end]
+        if part.strip():
+            begin += len(part) - len(part.lstrip())
+            spans.append((begin, begin + len(part.strip())))
+    return spans
+
+
+def sentences(text: str) -> list[str]:
+    return [text[start:end] for start, end in sentence_spans(text)]
 
 
 # Attributes said of a thing, not merely near it: "a green hull and a white sail" makes the

