@@ -411,3 +411,17 @@ def test_an_answer_about_this_photo_cites_it_or_a_source_about_what_it_shows(att
     about_buses = answered("Madrid's buses run on natural gas [2].", [photo, buses])
     assert cites_what_is_pointed_at(question, about_buses, "upload-1")
     assert cites_what_is_pointed_at("What colour is the cat?", framed, "upload-1")
+
+
+def test_a_page_of_ocr_text_is_extracted_a_line_at_a_time_not_whole(attributor):
+    """A text-dense upload with no full stop in it used to be "extracted" whole: an 80 KB
+    answer that dumped its OCR. The text read in an image is cut at its lines."""
+    from mmrag.indexes.sources import OcrLine, Source
+
+    filler = [OcrLine(f"harbor inn door red blue bus stop {n}", 0.9, ()) for n in range(300)]
+    answer_line = OcrLine("The door of the Harbor Inn is blue", 0.95, ())
+    page = Source("upload-1", "image", "Your image", "", ocr=(*filler[:150], answer_line))
+    question = "What colour is the door of the Harbor Inn?"
+    checked = attributor.attribute(question, answered("It is red [1].", [page]))
+    assert checked.attribution == "extractive", checked
+    assert checked.text_without_markers == "The door of the Harbor Inn is blue."
