@@ -139,13 +139,14 @@ def selection_threshold(
     return VLP_THRESHOLD if fitted is None else fitted
 
 
-def build_pipeline(settings: Settings) -> QAPipeline:
+def build_pipeline(settings: Settings, retriever: HybridRetriever | None = None) -> QAPipeline:
+    """Every part, each model loaded once; `retriever` when one was built already."""
     from mmrag.core.conversation import build_resolver
     from mmrag.generation.scene_text import DEFAULT_MODE, SceneTextAnswerer
     from mmrag.generation.writer import AnswerWriter
 
     limit_threads(settings.torch_threads)
-    retriever = build_retriever(settings)
+    retriever = retriever or build_retriever(settings)
     engine = build_engine(settings)
     judge = build_judge(settings, retriever, engine)
     scorer = build_scorer(settings, judge)

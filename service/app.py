@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,7 +25,7 @@ from mmrag.core.settings import Settings
 from mmrag.service.headers import PAGE_HEADERS, NoSniff
 from mmrag.service.limits import AdmissionQueue, BodySizeLimit
 from mmrag.service.metrics import Metrics, MetricsMiddleware
-from mmrag.service.routes import answer, ground, health, rationale, search, sources
+from mmrag.service.routes import answer, chat, ground, health, rationale, search, sources
 
 STATIC = Path(__file__).parent / "static"
 
@@ -47,6 +48,7 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.started = int(time.time())  # when the served model (GET /v1/models) came up
     app.state.metrics = Metrics()
     app.state.rationale_writers = {}  # by MC choice method, built on first use
     app.state.answer_queue = AdmissionQueue(
@@ -57,7 +59,7 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
     )
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
-    for module in (health, search, answer, rationale, ground, sources):
+    for module in (health, search, answer, chat, rationale, ground, sources):
         app.include_router(module.router)
     # The demo chat page: GET / plus its assets under /static, so it never shadows a route.
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -93,7 +95,10 @@ async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
     problems = "; ".join(
         f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
     )
-    return JSONResponse({"detail": problems or "invalid request"}, status_code=422)
+    problems = problems or "invalid request"
+    if (openai := chat.openai_error_response(_request, 400, problems)) is not None:
+        return JSONResponse(openai, status_code=400)  # OpenAI's status for a bad request
+    return JSONResponse({"detail": problems}, status_code=422)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
@@ -101,11 +106,19 @@ async def http_error(request: Request, exc: Exception) -> Response:
     documents (an integer of 5,000 digits, JSON nested 100,000 deep, a multipart form with a
     bad boundary or too many fields): it is an invalid request, a 422 naming the problem."""
     assert isinstance(exc, StarletteHTTPException)
+    cause = exc.__cause__
+    unparsed = exc.status_code == 400 and cause is not None  # FastAPI's: no parser took it
+    why = f"{type(cause).__name__}: {cause}" if unparsed else str(exc.detail)
+    openai = chat.openai_error_response(request, exc.status_code, _body_problem(why, unparsed))
+    if openai is not None:  # the OpenAI routes answer in OpenAI's shape, 400 included
+        return JSONResponse(openai, status_code=exc.status_code, headers=exc.headers)
     if exc.status_code == 400:
-        cause = exc.__cause__
-        why = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc.detail)
-        exc = StarletteHTTPException(422, f"body: {' '.join(why.split())[:300]}", exc.headers)
+        exc = StarletteHTTPException(422, _body_problem(why, True), exc.headers)
     return await http_exception_handler(request, exc)
+
+
+def _body_problem(why: str, of_the_body: bool) -> str:
+    return f"body: {' '.join(why.split())[:300]}" if of_the_body else why
 
 
 def document_limits(app: FastAPI, settings: Settings) -> None:
@@ -120,25 +133,37 @@ def document_limits(app: FastAPI, settings: Settings) -> None:
                 "question": ("maxLength", settings.max_question_chars),
                 "k": ("maximum", settings.max_k),
                 "max_sources": ("maximum", settings.max_sources_limit),
+                "conversation": ("maxItems", settings.max_turns),
+                "messages": ("maxItems", settings.max_turns),
+                "content": ("maxLength", settings.max_message_chars),
             }
-            bodies = [  # request bodies declared inline (/v1/answer's JSON and form)
-                media["schema"]
-                for item in schema["paths"].values()
-                for operation in item.values()
-                for media in operation.get("requestBody", {}).get("content", {}).values()
-                if "properties" in media.get("schema", {})
-            ]
-            for model in [*schema["components"]["schemas"].values(), *bodies]:
+            for model in _object_schemas(schema):
                 for name, field in model.get("properties", {}).items():
                     if name in limits:
                         key, value = limits[name]
+                        kinds = ("array",) if key == "maxItems" else ("string", "integer")
                         for variant in field.get("anyOf", [field]):
-                            if variant.get("type") in ("string", "integer"):
+                            if variant.get("type") in kinds:
                                 variant[key] = value
             app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _object_schemas(schema: Any) -> list[dict[str, Any]]:
+    """Every object schema in the document, nested ones (a conversation's turns, /v1/answer's
+    bodies declared inline) included."""
+    found = []
+    if isinstance(schema, dict):
+        if "properties" in schema:
+            found.append(schema)
+        for value in schema.values():
+            found += _object_schemas(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            found += _object_schemas(value)
+    return found
 
 
 def add_docs(app: FastAPI) -> None:

@@ -36,7 +36,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 # The commands, in the order `mmrag --help` lists them.
-COMMANDS = ("index", "search", "retrieval", "ask", "rationale", "ground", "serve", "eval")
+COMMANDS = ("index", "search", "retrieval", "ask", "chat", "rationale", "ground", "serve", "eval")
 
 
 def command_module(name: str) -> ModuleType:

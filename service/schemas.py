@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -15,7 +16,7 @@ from mmrag.retrieval.types import Candidate, ModalityFilter
 if TYPE_CHECKING:  # the pipeline pulls in generation; search-only callers must not need it
     from mmrag.core.pipeline import QAResult
     from mmrag.generation.grounding import Grounding
-    from mmrag.generation.types import Citation, Region
+    from mmrag.generation.types import Citation, Region, Turn
 
 
 def valid_text(text: str) -> str:
@@ -89,6 +90,31 @@ class SearchRequest(BaseModel):
     modality: ModalityFilter = Field("all", description="restrict hits to one modality")
 
 
+class TurnIn(BaseModel):
+    """An earlier message of the conversation: a question asked, or the answer it got."""
+
+    role: Literal["user", "assistant"]
+    content: Annotated[str, AfterValidator(valid_text)]
+
+    def as_turn(self) -> Turn:
+        from mmrag.generation.types import Turn
+
+        return Turn(self.role, self.content)
+
+
+def _conversation_from_a_form(value: Any, info: ValidationInfo) -> Any:
+    """A form's field is text: there the conversation comes as a JSON array."""
+    if isinstance(value, str) and _from_a_form(info):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise PydanticCustomError("json_invalid", "conversation: not a JSON array") from None
+    return value
+
+
+Conversation = Annotated[list[TurnIn], BeforeValidator(_conversation_from_a_form)]
+
+
 class AnswerRequest(BaseModel):
     """Typed as JSON types are (`"stream": "yes"` is not true), except when validated with
     `context={"form": True}`: a multipart form's fields are all text."""
@@ -98,6 +124,11 @@ class AnswerRequest(BaseModel):
     modality: ModalityFilter = Field("all", description="restrict sources to one modality")
     max_sources: Count | None = Field(None, description="most sources to cite")
     stream: JsonBool = Field(False, description="stream tokens as server-sent events")
+    conversation: Conversation = Field(
+        default_factory=list,
+        description="the turns before this question, oldest first: a follow-up is answered as "
+        "the standalone question it stands for (returned as `question`)",
+    )
 
 
 OCR_TEXT = "text read in the image by OCR, lines in reading order; empty when none"
@@ -221,6 +252,10 @@ class CitationOut(BaseModel):
 
 
 class AnswerResponse(BaseModel):
+    question: str = Field(
+        description="the question answered: as asked, or a follow-up made to stand alone with "
+        "the conversation before it"
+    )
     answer: str = Field(description="one sentence with [n] citation markers")
     answer_without_markers: str = Field(description="the sentence as WebQA scoring reads it")
     citations: list[CitationOut]
@@ -246,6 +281,7 @@ class AnswerResponse(BaseModel):
     def from_result(cls, result: QAResult) -> AnswerResponse:
         answer, relevance = result.answer, result.relevance()
         return cls(
+            question=result.question,
             answer=answer.text,
             answer_without_markers=answer.text_without_markers,
             citations=[CitationOut.from_citation(c) for c in answer.citations],

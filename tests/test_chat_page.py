@@ -187,7 +187,9 @@ def test_a_photo_of_your_own_is_source_1_and_cards_show_the_text_read(open_page,
         assert img.get_attribute("src").startswith("blob:")  # the local copy, never re-sent
         page.wait_for_function("(i) => i.complete && i.naturalWidth > 0", arg=img.element_handle())
     assert "prohibited" in answer.locator(".answer-text").inner_text().lower()
-    # The photo goes with one question only.
+    # The photo stays in the conversation until it is removed.
+    assert page.is_visible("#attached") and "sign.jpg" in page.inner_text("#attached")
+    page.click("#detach")
     assert page.input_value("#image") == "" and not page.is_visible("#attached")
 
     # A sample sign found by its text shows that text on its card.
@@ -277,3 +279,32 @@ def test_narrow_screen_has_no_horizontal_scroll(open_page):
     for upper, lower in itertools.pairwise(boxes):  # stacked, not side by side
         assert lower["y"] >= upper["y"] + upper["height"] - 1
     assert all(box["x"] + box["width"] <= 375 for box in boxes)
+
+
+def test_a_follow_up_is_read_with_the_conversation_until_a_new_one_starts(open_page):
+    """"How many windows does it have on the upper floor?" after the Harbor Inn's door is
+    about the Harbor Inn (asked alone, it was answered from the Heron Lodge's six windows)."""
+    page = open_page()
+    ask(page, IMAGE_QUESTION)
+    follow_up = ask(page, "How many windows does it have on the upper floor?")
+    assert follow_up.get_attribute("data-state") == "done", follow_up.inner_text()
+    resolved = page.locator(".question .resolved").last.inner_text()
+    assert "How many windows does the Harbor Inn have on the upper floor?" in resolved
+    cited = follow_up.locator(".card:not(.uncited)")
+    assert "four sash windows" in cited.first.inner_text()
+    assert all("Harbor Inn" in card.inner_text() for card in cited.all())
+
+    page.click("#new-conversation")
+    assert page.locator(".turn").count() == 0 and page.is_visible("#welcome")
+    alone = ask(page, "How many windows does it have on the upper floor?")
+    assert alone.get_attribute("data-state") in ("done", "declined")
+    assert page.locator(".question .resolved").count() == 0  # nothing to read it with
+
+
+def test_the_sentence_of_a_cited_text_that_supports_the_answer_is_marked(open_page):
+    bubble = ask(open_page(), TEXT_QUESTION)
+    assert bubble.get_attribute("data-state") == "done", bubble.inner_text()
+    card = bubble.locator(".card.text:not(.uncited)").first
+    marked = card.locator("mark.support").inner_text()
+    assert marked and marked in card.locator(".card-text").inner_text()
+    assert "Lantern Bakery" in marked or "founded" in marked.lower(), marked

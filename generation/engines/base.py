@@ -110,12 +110,11 @@ def text_only(messages: list[Message]) -> list[Message]:
 
 
 def decode_data_url(url: str) -> bytes:
-    """Image bytes from a `data:image/...;base64,` URL; in-process engines fetch nothing."""
+    """Image bytes from a `data:image/...;base64,` URL: in-process engines, and the service's
+    chat route, fetch nothing."""
     header, _, payload = url.partition(",")
     if not (header.startswith("data:") and header.endswith(";base64")):
-        raise GenerationError(
-            f"in-process engines take images as base64 data URLs, not {url[:40]!r}"
-        )
+        raise GenerationError(f"images come as base64 data URLs, not {url[:40]!r}")
     try:
         return base64.b64decode(payload, validate=True)
     except binascii.Error as exc:

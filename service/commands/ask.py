@@ -6,10 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import get_args
+from typing import TYPE_CHECKING, get_args
 
 from mmrag.core.options import add_pipeline_options, settings_from
 from mmrag.retrieval.types import ModalityFilter
+
+if TYPE_CHECKING:  # the schemas import pydantic models of the pipeline: loaded when run
+    from mmrag.service.schemas import AnswerResponse
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -45,9 +48,11 @@ def run_ask(args: argparse.Namespace) -> int:
         except InputError as exc:
             raise InputError(f"--image {args.image}: {exc}") from None
     pipeline = build_pipeline(settings)
+    streamed: list[str] = []
     with pipeline.run(args.question, k=args.k, modality=args.modality, image=image) as run:
         if args.stream and not args.json:
             for token in run:
+                streamed.append(token)
                 print(token, end="", flush=True)
             print()
         result = run.wait()
@@ -55,8 +60,16 @@ def run_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(response.model_dump(), indent=2, ensure_ascii=False))
         return 0 if response.generation_error is None else 1
-    if not args.stream:
-        print(response.answer)
+    return print_answer(response, "".join(streamed) if args.stream else None)
+
+
+def print_answer(response: AnswerResponse, streamed: str | None = None) -> int:
+    """The checked answer (after the model's own words, when they were streamed and the check
+    changed them), its sources with their markers, and the generator's failure if it failed:
+    then 1."""
+    if streamed is None or " ".join(streamed.split()) != " ".join(response.answer.split()):
+        label = "" if streamed is None else "checked: "
+        print(f"{label}{response.answer}" if response.answer else "(no answer)")
     for source in response.sources:
         marker = next(
             (c.marker for c in response.citations if c.source_id == source.source_id), None

@@ -4,29 +4,27 @@ user's own photo comes as a multipart form with the image."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
-from functools import partial
+from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import iterate_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import Receive, Scope, Send
 
-from mmrag.core.attachments import ImageAttacher
-from mmrag.core.components import build_attacher
-from mmrag.core.deadline import Deadline
-from mmrag.core.pipeline import QAResult, QARun
+from mmrag.core.pipeline import QARun
 from mmrag.indexes.errors import InputError
-from mmrag.service.routes.common import (
-    ERRORS,
-    check_answer_request,
-    settings_of,
-    while_connected,
+from mmrag.service.routes.answering import (
+    ReleasingStream,
+    admit,
+    answer_once,
+    read_photo,
+    record,
+    start,
 )
+from mmrag.service.routes.common import ERRORS, check_answer_request, check_conversation
 from mmrag.service.routes.uploads import IMAGE_PART
 from mmrag.service.schemas import AnswerRequest, AnswerResponse
 
@@ -37,29 +35,6 @@ def sse(event: str, data: dict) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-class ReleasingStream(StreamingResponse):
-    """A stream whose resources are released however it ends: read to the end, the client
-    gone mid-stream, or never started (gone before the first byte).
-
-    Starlette leaves an abandoned body iterator suspended rather than closing it, so cleanup
-    inside the iterator's own `finally` would wait for the garbage collector.
-    """
-
-    def __init__(self, content: AsyncIterator[str], release: Callable[[], None]) -> None:
-        super().__init__(
-            content,
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-        self.release = release
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self.release()
-
-
 def _form_field(field: dict) -> dict:
     """A form field is text or absent, never null: `anyOf: [X, null]` becomes X."""
     if "anyOf" not in field:
@@ -68,14 +43,29 @@ def _form_field(field: dict) -> dict:
     return {**rest, **field["anyOf"][0]}
 
 
+def _inlined(schema: Any, definitions: dict[str, Any]) -> Any:
+    """The schema with its `$defs` references replaced by what they name: a request body
+    declared by hand has no `$defs` of its own in the OpenAPI document."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return _inlined(definitions[schema["$ref"].rsplit("/", 1)[1]], definitions)
+        return {key: _inlined(value, definitions) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_inlined(value, definitions) for value in schema]
+    return schema
+
+
 def _request_body() -> dict:
     """Both bodies /v1/answer takes: JSON, or a form with an image (the same fields)."""
     fields = AnswerRequest.model_json_schema()
+    fields = _inlined(fields, fields.pop("$defs", {}))
+    conversation = {"type": "string", "description": "the conversation as a JSON array"}
     form = {
         **fields,
         "title": "AnswerUpload",
         "properties": {
             **{name: _form_field(field) for name, field in fields["properties"].items()},
+            "conversation": conversation,
             "image": IMAGE_PART,
         },
         "required": [*fields["required"], "image"],
@@ -143,59 +133,28 @@ async def answer(request: Request):
     sources follow.
 
     One deadline (request_timeout_s, from admission) covers reading the image, retrieval,
-    generation and verification; past it, or once the client has gone, the work stops."""
+    generation and verification; past it, or once the client has gone, the work stops.
+
+    With `conversation` (the turns before this one), a follow-up is answered as the
+    standalone question it stands for, returned as `question`."""
     body, upload = await answer_request(request)
     check_answer_request(request, body)
-    state = request.app.state
-    options = {"k": body.k, "modality": body.modality, "max_sources": body.max_sources}
+    check_conversation(request, body.conversation)
+    options = {
+        "k": body.k,
+        "modality": body.modality,
+        "max_sources": body.max_sources,
+        "conversation": [turn.as_turn() for turn in body.conversation],
+    }
     # Admitted before anything is sent: a full queue is a 429, also for streams.
-    ticket = await state.answer_queue.acquire()
-    deadline = Deadline(settings_of(request).request_timeout_s)
-    options["deadline"] = deadline
+    admission = await admit(request)
     if upload is not None:
-        try:
-            reader = attacher(request)
-            reading = partial(reader.attach, upload, stop=deadline.stopped)
-            options["image"] = await while_connected(request, deadline, reading)
-        except InputError as exc:
-            ticket.release()
-            raise HTTPException(422, str(exc)) from None
-        except BaseException:
-            ticket.release()
-            raise
+        options["image"] = await read_photo(request, admission, upload)
     if body.stream:
-        run = state.pipeline.run(body.question, **options)
-
-        def release() -> None:
-            run.close()  # the engine stops at its next token and is free for the next question
-            ticket.release()
-
+        run, release = start(request, admission, body.question, options)
         return ReleasingStream(events(run, request), release)
-    try:
-        answering = partial(state.pipeline.answer, body.question, **options)
-        result = await while_connected(request, deadline, answering)
-    except InputError as exc:
-        raise HTTPException(422, str(exc)) from None
-    finally:
-        ticket.release()
-    return respond(result, request)
-
-
-def attacher(request: Request) -> ImageAttacher:
-    """Built on the first upload: the OCR model loads then, not at start-up."""
-    state = request.app.state
-    if getattr(state, "attacher", None) is None:
-        state.attacher = build_attacher(settings_of(request))
-    return state.attacher
-
-
-def respond(result: QAResult, request: Request) -> AnswerResponse:
-    metrics = request.app.state.metrics
-    metrics.observe_stages(result.timings.as_dict())
-    if result.answer.generation_error:
-        metrics.generation_errors.inc()
-    else:
-        metrics.answers.labels(result.answer.attribution).inc()
+    result = await answer_once(request, admission, body.question, options)
+    record(result, request)
     return AnswerResponse.from_result(result)
 
 
@@ -208,4 +167,5 @@ async def events(run: QARun, request: Request) -> AsyncIterator[str]:
         yield sse("error", {"detail": str(exc)})
         return
     assert run.result is not None
-    yield sse("answer", respond(run.result, request).model_dump())
+    record(run.result, request)
+    yield sse("answer", AnswerResponse.from_result(run.result).model_dump())

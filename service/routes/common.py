@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from fastapi import HTTPException, Request
@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from mmrag.core.deadline import Deadline
 from mmrag.core.settings import Settings
-from mmrag.service.schemas import AnswerRequest, ErrorOut, SearchRequest
+from mmrag.service.schemas import AnswerRequest, ErrorOut, SearchRequest, TurnIn
 
 
 def error(description: str) -> dict[str, Any]:
@@ -63,6 +63,19 @@ def check_answer_request(request: Request, body: AnswerRequest) -> None:
     limit = settings_of(request).max_sources_limit
     if body.max_sources is not None and body.max_sources > limit:
         raise HTTPException(422, f"max_sources must be at most {limit}")
+
+
+def check_conversation(request: Request, turns: Sequence[TurnIn]) -> None:
+    """Bounded work per request: a conversation is read whole to resolve a follow-up."""
+    settings = settings_of(request)
+    if len(turns) > settings.max_turns:
+        raise HTTPException(422, f"conversation: more than {settings.max_turns} turns")
+    for number, turn in enumerate(turns):
+        if len(turn.content) > settings.max_message_chars:
+            raise HTTPException(
+                422,
+                f"conversation.{number}: longer than {settings.max_message_chars} characters",
+            )
 
 
 async def while_connected(request: Request, deadline: Deadline, work: Callable[[], T]) -> T:

@@ -1,6 +1,8 @@
 // The demo chat page: POST /v1/answer with stream: true, show the tokens as they arrive, then
-// the validated answer with its citations and source cards. Server strings only ever go into
-// textContent or attributes, never into HTML.
+// the validated answer with its citations and source cards. Each question goes with the
+// conversation before it, so a follow-up ("How many windows does it have?") is answered as the
+// question it stands for; a photo stays in the conversation until removed or replaced. Server
+// strings only ever go into textContent or attributes, never into HTML.
 "use strict";
 
 const log = document.getElementById("log");
@@ -13,6 +15,9 @@ const imageInput = document.getElementById("image");
 const attached = document.getElementById("attached");
 const attachedName = document.getElementById("attached-name");
 const uploads = new Map(); // turn -> object URL of the photo asked about, shown on its cards
+const history = []; // the conversation so far: {role: "user" | "assistant", content}
+let photo = null; // the photo of the conversation, sent with every question until removed
+const welcome = document.getElementById("welcome").cloneNode(true);
 const announcer = document.getElementById("announcer");
 
 const MARKERS = /\[(\d{1,2}(?:\s*,\s*\d{1,2})*)\]/g;
@@ -123,13 +128,13 @@ function errorDetail(body, status) {
 
 // ---- conversation bubbles ---------------------------------------------------------------------
 
-function addQuestion(text, photo) {
+function addQuestion(text, photoUrl) {
   const bubble = el("article", "turn question");
   bubble.setAttribute("aria-label", "Your question");
-  if (photo) {
+  if (photoUrl) {
     const img = el("img", "question-photo");
     img.alt = "Your photo";
-    img.src = photo;
+    img.src = photoUrl;
     bubble.append(img);
   }
   bubble.append(el("p", "bubble-text", text));
@@ -383,36 +388,53 @@ function renderAnswer(bubble, result, turn) {
 
 // ---- asking -----------------------------------------------------------------------------------
 
-function answerRequest(question, photo) {
+function answerRequest(question, conversation) {
   // A photo goes as a multipart form (the browser sets its boundary); a question alone as JSON.
   if (!photo) {
     return {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify({ question, modality: modality.value, stream: true }),
+      body: JSON.stringify({ question, modality: modality.value, stream: true, conversation }),
     };
   }
   const form = new FormData();
   form.append("question", question);
   form.append("modality", modality.value);
   form.append("stream", "true");
-  form.append("image", photo);
+  form.append("conversation", JSON.stringify(conversation));
+  form.append("image", photo.file);
   return { method: "POST", headers: { Accept: "text/event-stream" }, body: form };
+}
+
+function showResolved(questionBubble, asked, result) {
+  // A follow-up is answered as the question it stands for: say so when that differs.
+  if (typeof result.question !== "string" || !result.question || result.question === asked) {
+    return;
+  }
+  const note = el("p", "resolved", `Answered as: “${result.question}”`);
+  note.title = "Your question, read with the conversation before it";
+  questionBubble.append(note);
 }
 
 async function ask(question) {
   const turn = ++turns;
-  const photo = imageInput.files[0] || null;
-  if (photo) uploads.set(turn, URL.createObjectURL(photo));
+  if (photo) uploads.set(turn, photo.url);
   document.getElementById("welcome")?.remove();
-  addQuestion(question, uploads.get(turn));
+  const questionBubble = addQuestion(question, uploads.get(turn));
   const bubble = addAnswer();
   keepInView(true);
-  detach();
+  const conversation = history.slice();
+
+  const answered = (result) => {
+    showResolved(questionBubble, question, result);
+    if (!result.generation_error && typeof result.answer === "string" && result.answer) {
+      history.push({ role: "user", content: question }, { role: "assistant", content: result.answer });
+    }
+  };
 
   let response;
   try {
-    response = await fetch("/v1/answer", answerRequest(question, photo));
+    response = await fetch("/v1/answer", answerRequest(question, conversation));
   } catch (error) {
     showError(bubble, `Could not reach the service: ${error.message}. Is it running?`);
     return false;
@@ -431,14 +453,19 @@ async function ask(question) {
     }
     const type = response.headers.get("Content-Type") || "";
     if (!type.startsWith("text/event-stream")) {
-      renderAnswer(bubble, await response.json(), turn); // a server that does not stream
+      const result = await response.json(); // a server that does not stream
+      renderAnswer(bubble, result, turn);
+      answered(result);
       return true;
     }
     for await (const { event, data } of readEvents(response.body)) {
       const wasNearBottom = nearBottom();
       const payload = JSON.parse(data);
       if (event === "token") appendToken(bubble, payload.text ?? "");
-      else if (event === "answer") renderAnswer(bubble, payload, turn);
+      else if (event === "answer") {
+        renderAnswer(bubble, payload, turn);
+        answered(payload);
+      }
       else if (event === "error") showError(bubble, `Error: ${errorDetail(payload, 200)}`);
       keepInView(wasNearBottom);
     }
@@ -452,16 +479,32 @@ async function ask(question) {
 }
 
 function detach() {
+  // The conversation's photo goes; the object URLs of earlier turns stay for their cards.
+  photo = null;
   imageInput.value = "";
   attached.hidden = true;
 }
 
+function newConversation() {
+  history.length = 0;
+  detach();
+  uploads.clear();
+  turns = 0;
+  log.replaceChildren(welcome.cloneNode(true));
+  bindExamples();
+  announcer.textContent = "New conversation.";
+  input.focus();
+}
+
 imageInput.addEventListener("change", () => {
-  const photo = imageInput.files[0];
+  const file = imageInput.files[0];
+  if (file) photo = { file, url: URL.createObjectURL(file) };
   attached.hidden = !photo;
-  attachedName.textContent = photo ? photo.name : "";
+  attachedName.textContent = photo ? photo.file.name : "";
+  attached.title = "This photo goes with every question until you remove it";
   input.focus();
 });
+document.getElementById("new-conversation").addEventListener("click", newConversation);
 document.getElementById("detach").addEventListener("click", () => {
   detach();
   input.focus();
@@ -512,9 +555,13 @@ input.addEventListener("keydown", (event) => {
 
 input.addEventListener("input", resize);
 
-for (const example of document.querySelectorAll(".example")) {
-  example.addEventListener("click", () => submit(example.textContent));
+function bindExamples() {
+  for (const example of document.querySelectorAll(".example")) {
+    example.addEventListener("click", () => submit(example.textContent));
+  }
 }
+
+bindExamples();
 
 loadHealth();
 input.focus();

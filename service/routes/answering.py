@@ -1,0 +1,123 @@
+"""What the routes that answer share (/v1/answer and the OpenAI-compatible chat): admission,
+one deadline from it, an uploaded photo read under that deadline while its client is there,
+the run, its metrics, and streams that release their slot however they end.
+
+Two protocols, one behaviour: a full queue is a 429 before anything is sent, a client that
+leaves stops its work, and the engine is free again as soon as a stream ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from fastapi import HTTPException, Request
+from fastapi.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from mmrag.core.attachments import AttachedImage, ImageAttacher
+from mmrag.core.components import build_attacher
+from mmrag.core.deadline import Deadline
+from mmrag.core.pipeline import QAResult, QARun
+from mmrag.indexes.errors import InputError
+from mmrag.service.limits import Ticket
+from mmrag.service.routes.common import settings_of, while_connected
+
+
+class ReleasingStream(StreamingResponse):
+    """A stream of server-sent events whose resources are released however it ends: read to
+    the end, the client gone mid-stream, or never started (gone before the first byte).
+
+    Starlette leaves an abandoned body iterator suspended rather than closing it, so cleanup
+    inside the iterator's own `finally` would wait for the garbage collector.
+    """
+
+    def __init__(self, content: AsyncIterator[str], release: Callable[[], None]) -> None:
+        super().__init__(
+            content,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+        self.release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.release()
+
+
+@dataclass
+class Admission:
+    """A request let in: its slot, and the deadline that began with it."""
+
+    ticket: Ticket
+    deadline: Deadline
+
+
+async def admit(request: Request) -> Admission:
+    """A slot, or the 429 at once when the queue is full; the deadline starts now."""
+    ticket = await request.app.state.answer_queue.acquire()
+    return Admission(ticket, Deadline(settings_of(request).request_timeout_s))
+
+
+def attacher(request: Request) -> ImageAttacher:
+    """Built on the first upload: the OCR model loads then, not at start-up."""
+    state = request.app.state
+    if getattr(state, "attacher", None) is None:
+        state.attacher = build_attacher(settings_of(request))
+    return state.attacher
+
+
+async def read_photo(request: Request, admission: Admission, data: bytes) -> AttachedImage:
+    """The user's photo with its text read, within the request's deadline; one that does not
+    decode is a 422 (and frees the slot, as any failure here does)."""
+    try:
+        reading = partial(attacher(request).attach, data, stop=admission.deadline.stopped)
+        return await while_connected(request, admission.deadline, reading)
+    except InputError as exc:
+        admission.ticket.release()
+        raise HTTPException(422, str(exc)) from None
+    except BaseException:
+        admission.ticket.release()
+        raise
+
+
+def start(
+    request: Request, admission: Admission, question: str, options: dict[str, Any]
+) -> tuple[QARun, Callable[[], None]]:
+    """A run to stream, and what releases it: the engine stops at its next token and the slot
+    is free for the next question."""
+    run = request.app.state.pipeline.run(question, deadline=admission.deadline, **options)
+
+    def release() -> None:
+        run.close()
+        admission.ticket.release()
+
+    return run, release
+
+
+async def answer_once(
+    request: Request, admission: Admission, question: str, options: dict[str, Any]
+) -> QAResult:
+    """The whole answer, waited for while the client is there; bad input is a 422."""
+    try:
+        pipeline = request.app.state.pipeline
+        answering = partial(pipeline.answer, question, deadline=admission.deadline, **options)
+        return await while_connected(request, admission.deadline, answering)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from None
+    finally:
+        admission.ticket.release()
+
+
+def record(result: QAResult, request: Request) -> None:
+    """The answer in the service's metrics: its stages' seconds, and how it was attributed."""
+    metrics = request.app.state.metrics
+    metrics.observe_stages(result.timings.as_dict())
+    if result.answer.generation_error:
+        metrics.generation_errors.inc()
+    else:
+        metrics.answers.labels(result.answer.attribution).inc()
