@@ -282,8 +282,8 @@ def test_narrow_screen_has_no_horizontal_scroll(open_page):
 
 
 def test_a_follow_up_is_read_with_the_conversation_until_a_new_one_starts(open_page):
-    """"How many windows does it have on the upper floor?" after the Harbor Inn's door is
-    about the Harbor Inn (asked alone, it was answered from the Heron Lodge's six windows)."""
+    """A follow-up ("How many windows does it have on the upper floor?") after the Harbor
+    Inn's door is about the Harbor Inn (asked alone, the Heron Lodge's six windows answered)."""
     page = open_page()
     ask(page, IMAGE_QUESTION)
     follow_up = ask(page, "How many windows does it have on the upper floor?")
