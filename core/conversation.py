@@ -64,10 +64,15 @@ def _capitalised(token: str) -> bool:
     return token[:1].isupper() and token.lower() not in STOPWORDS
 
 
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
+
+
 def named_things(text: str) -> list[str]:
     """Names in the order they appear, each as written with its article ("the Harbor Inn",
-    "Dunmore", "St. Brigid's Church"): runs of capitalised words, less a question's opening
-    word ("What", "Is")."""
+    "Dunmore", "St. Brigid's Church"), a possessive's "'s" left off: runs of capitalised
+    words, less a question's opening word ("What", "Is") and quoted text (the words on a sign,
+    "BREAD", are what it says, not what it is)."""
+    text = _QUOTED.sub(lambda quoted: " " * len(quoted.group()), text)
     tokens = _words(text)
     found, at = [], 0
     while at < len(tokens):
@@ -90,7 +95,8 @@ def named_things(text: str) -> list[str]:
         begin = tokens[at].start()
         if at > 0 and tokens[at - 1].group().lower() == "the":
             begin = tokens[at - 1].start()
-        found.append(text[begin : tokens[end - 1].end()])
+        name = text[begin : tokens[end - 1].end()]
+        found.append(re.sub(r"['’]s$", "", name))
         at = end
     return found
 

@@ -54,6 +54,11 @@ def after(*questions: str, answer: str = "It is so [1].") -> list[Turn]:
             "Is it older than the Kell Bridge?",
             "Is the Harbor Inn older than the Kell Bridge?",
         ),
+        (
+            ["What colours is the Lantern Bakery's awning?"],
+            "How many people does it employ?",
+            "How many people does the Lantern Bakery employ?",
+        ),
         # The topic follows the conversation: the latest named thing.
         (
             [DOOR, "Which river does the Kell Bridge cross?"],
@@ -90,9 +95,11 @@ def test_the_topic_comes_from_the_answer_when_the_question_named_none() -> None:
 
 def test_without_a_named_thing_nothing_is_carried() -> None:
     """A photo's conversation ("What does the sign say?" then "When does it open?") keeps its
-    words: the photo itself stays attached, and it is what the question is about."""
-    turns = after("What does the sign say?")
+    words: the photo itself stays attached, and it is what the question is about. The words
+    the answer quotes off the sign are no name to carry."""
+    turns = after("What does the sign say?", answer='The text in the image reads "BREAD" [1].')
     assert RuleResolver().resolve(turns, "When does it open?") == "When does it open?"
+    assert RuleResolver().resolve(turns, "When does the shop open?") == "When does the shop open?"
 
 
 def test_names_are_read_as_written_with_their_article() -> None:
