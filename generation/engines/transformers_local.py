@@ -23,10 +23,11 @@ from mmrag.generation.engines.base import (
     merge_logprob,
     text_only,
 )
-from mmrag.generation.errors import GenerationCancelled, GenerationError
+from mmrag.generation.errors import GenerationError
 
 if TYPE_CHECKING:
     from mmrag.generation.citations import CitationFormat
+    from mmrag.generation.engines.batching import Request
 
 
 def _is_vision_language(config: Any) -> bool:
@@ -39,10 +40,23 @@ def _is_vision_language(config: Any) -> bool:
 
 
 class TransformersEngine(InProcess):
-    def __init__(self, name_or_path: str, *, device: str | None = None) -> None:
+    """Concurrent `stream` calls are decoded together, up to `max_batch` rows a batch
+    (engines/batching.py); `max_batch=1` answers one request at a time. `batch_window_s` is how
+    long a batch may wait for the callers of the previous one to come back."""
+
+    def __init__(
+        self,
+        name_or_path: str,
+        *,
+        device: str | None = None,
+        max_batch: int = 32,
+        batch_window_s: float = 0.05,
+    ) -> None:
         try:
             import torch
             import transformers
+
+            from mmrag.generation.engines.batching import Batcher
         except ImportError:
             raise GenerationError(
                 "the transformers engine needs torch and transformers; install mmrag[ml]"
@@ -71,6 +85,19 @@ class TransformersEngine(InProcess):
             ) from None
         self.model.to(self.device).eval()
         self.info = EngineInfo(name="transformers", model=name_or_path, accepts_images=self.vision)
+        pad = self.tokenizer.pad_token_id
+        self.pad_id: int = self.tokenizer.eos_token_id if pad is None else pad
+        eos = self.model.generation_config.eos_token_id
+        self.eos = frozenset([] if eos is None else [eos] if isinstance(eos, int) else eos)
+        # One user of the model at a time: Qwen2-VL keeps the rope offsets of the batch it is
+        # decoding on the model, which a concurrent forward pass would overwrite.
+        self._model_lock = threading.Lock()
+        self.batcher = Batcher(
+            self._generate,
+            max_batch=max_batch,
+            window_s=batch_window_s,
+            failure=f"transformers generation failed on {name_or_path!r}",
+        )
 
     def _inputs(self, messages: list[Message]) -> dict[str, Any]:
         """Token ids (and pixels for a VLM) of the chat-templated prompt, on the model's device."""
@@ -114,15 +141,32 @@ class TransformersEngine(InProcess):
         return inputs.to(self.device)
 
     def _generate_options(self, max_tokens: int, temperature: float) -> dict[str, Any]:
-        pad = self.tokenizer.pad_token_id
         options: dict[str, Any] = {
             "max_new_tokens": max_tokens,
-            "pad_token_id": self.tokenizer.eos_token_id if pad is None else pad,
+            "pad_token_id": self.pad_id,
             "do_sample": temperature > 0,
         }
         if temperature > 0:
             options["temperature"] = temperature
         return options
+
+    def _generate(self, rows: list[Request]) -> None:
+        """One `generate` over a batch of requests with equal keys (the batcher's thread)."""
+        from transformers import StoppingCriteriaList
+
+        from mmrag.generation.engines.batching import RowsDone, RowStreamer, collate
+
+        inputs = collate(rows, self.pad_id)
+        prompt_length = inputs["input_ids"].shape[-1]
+        with self._model_lock, self.torch.inference_mode():
+            self.model.generate(
+                **inputs,
+                **self._generate_options(max(row.max_tokens for row in rows), rows[0].temperature),
+                streamer=RowStreamer(rows, self.eos),
+                stopping_criteria=StoppingCriteriaList(
+                    [RowsDone(rows, prompt_length, self.batcher.sweep)]
+                ),
+            )
 
     def stream(
         self,
@@ -134,65 +178,43 @@ class TransformersEngine(InProcess):
         constraint: CitationFormat | None = None,  # not enforced here: the prompt alone guides
         cancelled: Callable[[], bool] | None = None,
     ) -> Iterator[str]:
-        """Generation runs in a thread feeding a TextIteratorStreamer; closing the iterator early
-        (a stop string, or a caller that has its sentence) stops generation at the next token.
-        `cancelled` is asked in that thread after every forward pass, the prompt's included: a
-        pass cannot be stopped half-way, so a cancelled prompt is read to its end, and then
-        generation stops at its first token."""
-        from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
+        """The prompt joins the batcher's queue and its tokens come back through a
+        TextIteratorStreamer of its own; closing the iterator early (a stop string, or a caller
+        that has its sentence) ends the request at the next token. `cancelled` is asked in the
+        batcher's thread before the request enters a batch, while it waits and after every
+        forward pass: a pass cannot be stopped half-way, so a prompt already being read is read
+        to its end, and the request then stops at its first token."""
+        from transformers import TextIteratorStreamer
 
-        inputs = self._inputs(messages)
-        streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
-        halt = threading.Event()
-        unwanted = threading.Event()
+        from mmrag.generation.engines.batching import Request
 
-        class Halt(StoppingCriteria):
-            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> bool:
-                if cancelled is not None and cancelled():
-                    unwanted.set()
-                return halt.is_set() or unwanted.is_set()
-
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                with self.torch.inference_mode():
-                    self.model.generate(
-                        **inputs,
-                        **self._generate_options(max_tokens, temperature),
-                        streamer=streamer,
-                        stopping_criteria=StoppingCriteriaList([Halt()]),
-                    )
-            except Exception as exc:  # surfaced in the consuming thread below
-                failure.append(exc)
-                streamer.end()
-
-        worker = threading.Thread(target=run, daemon=True)
-        worker.start()
+        request = Request(
+            inputs=self._inputs(messages),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            cancelled=cancelled,
+            text=TextIteratorStreamer(self.tokenizer, skip_special_tokens=True),
+        )
+        self.batcher.submit(request)
         cutter = StopCutter(stop)
         try:
-            for piece in streamer:
+            for piece in request.text:
                 out = cutter.feed(piece)
                 if out:
                     yield out
                 if cutter.stopped:
                     return
-            if unwanted.is_set():
-                raise GenerationCancelled("generation was cancelled by its caller")
+            if request.error is not None:
+                raise request.error
             tail = cutter.flush()
             if tail:
                 yield tail
         finally:
-            halt.set()
-            worker.join()
-        if failure:
-            raise GenerationError(
-                f"transformers generation failed on {self.info.model!r}: {failure[0]}"
-            )
+            request.halt.set()
 
     def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
         inputs = self._inputs(messages)
-        with self.torch.inference_mode():
+        with self._model_lock, self.torch.inference_mode():
             logits = self.model(**inputs).logits[0, -1].float()
         logprobs = self.torch.log_softmax(logits, dim=-1)
         values, ids = logprobs.topk(min(top_k, logprobs.shape[-1]))
