@@ -35,16 +35,10 @@ from PIL import Image, ImageDraw  # noqa: E402
 
 from bench.report import latency_percentiles, write_report  # noqa: E402
 from mmrag.generation import AnswerWriter, LMJudge, load_engine  # noqa: E402
+from tests.test_generation_transformers import CHATML, byte_tokenizer, save_tiny_llava  # noqa: E402
 
 QUESTION = "What colour is the door of the Old Mill in Hartwell?"
 CLAIM = "The door of the Old Mill is green."
-CHATML = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
-    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
-    "{% for p in m['content'] %}{% if p['type'] == 'text' %}{{ p['text'] }}"
-    "{% else %}<image>{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 
 
 class Photo:
@@ -112,8 +106,6 @@ def small_llava(folder: Path) -> Path:
 
 
 def tiny_llava(folder: Path) -> Path:
-    from tests.test_generation_transformers import byte_tokenizer, save_tiny_llava
-
     return save_tiny_llava(folder, byte_tokenizer())
 
 

@@ -24,24 +24,30 @@ def build_retriever(settings: Settings) -> HybridRetriever:
     )
 
 
-def build_engine(settings: Settings):
+def _load_engine(settings: Settings, kind, model: str | None, url: str | None, vision):
+    """An engine as the settings place it (device, threads, API key)."""
     from mmrag.generation.engines import load_engine
 
     return load_engine(
-        settings.engine,
-        settings.model,
-        base_url=settings.engine_url,
+        kind,
+        model,
+        base_url=url,
         api_key=settings.api_key,
         device=settings.device,
-        accepts_images=settings.vision,
+        accepts_images=vision,
         n_threads=settings.torch_threads,
+    )
+
+
+def build_engine(settings: Settings):
+    return _load_engine(
+        settings, settings.engine, settings.model, settings.engine_url, settings.vision
     )
 
 
 def build_judge(settings: Settings, retriever: HybridRetriever, engine):
     """The LM judge: on the generator itself, or on the engine the judge_* settings name (a
     small writer checked by a stronger VLM)."""
-    from mmrag.generation.engines import load_engine
     from mmrag.generation.judge import LMJudge
 
     if settings.judge_engine is None:
@@ -49,14 +55,12 @@ def build_judge(settings: Settings, retriever: HybridRetriever, engine):
             raise InputError("--judge-model and --judge-url need --judge-engine")
         judge_engine = engine
     else:
-        judge_engine = load_engine(
+        judge_engine = _load_engine(
+            settings,
             settings.judge_engine,
             settings.judge_model,
-            base_url=settings.judge_url,
-            api_key=settings.api_key,
-            device=settings.device,
-            accepts_images=settings.judge_vision,
-            n_threads=settings.torch_threads,
+            settings.judge_url,
+            settings.judge_vision,
         )
     return LMJudge(judge_engine, images=image_bytes(retriever))
 

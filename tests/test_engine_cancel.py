@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
@@ -22,18 +21,11 @@ from mmrag.generation.engines.llamacpp import LlamaCppEngine
 from mmrag.generation.errors import GenerationCancelled
 from mmrag.generation.prompts import answer_messages
 from tests.helpers import SAMPLE_JSON
+from tests.test_attribution import Src
 from tests.test_generation_transformers import tiny_llama  # noqa: F401  (a fixture)
 
 TIMED_OUT = "generation timed out after 30 s"
 LIGHTHOUSE = "When was the lighthouse of Dunmore built?"
-
-
-@dataclass(frozen=True)
-class Src:
-    id: str
-    modality: str
-    title: str
-    text: str
 
 
 LIGHT = Src("s-light", "text", "Dunmore lighthouse", "The lighthouse of Dunmore was built in 1887.")
