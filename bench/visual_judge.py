@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from PIL import Image, ImageDraw  # noqa: E402
 
+from bench.batched_answers import SMOLLM2_135M  # noqa: E402
 from bench.report import latency_percentiles, write_report  # noqa: E402
 from mmrag.generation import AnswerWriter, LMJudge, load_engine  # noqa: E402
 from tests.test_generation_transformers import CHATML, byte_tokenizer, save_tiny_llava  # noqa: E402
@@ -75,15 +76,7 @@ def small_llava(folder: Path) -> Path:
     tokenizer.eos_token = "<|im_end|>"
     tokenizer.chat_template = CHATML
     text = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=576,
-        intermediate_size=1536,
-        num_hidden_layers=30,
-        num_attention_heads=9,
-        num_key_value_heads=3,
-        max_position_embeddings=8192,
-        tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id,
+        vocab_size=len(tokenizer), **SMOLLM2_135M, eos_token_id=tokenizer.eos_token_id
     )
     config = LlavaConfig(
         vision_config=CLIPVisionConfig(),  # ViT-B/32's sizes
