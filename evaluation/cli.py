@@ -17,11 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mmrag.evaluation.runs import aokvqa as aokvqa_run
-from mmrag.evaluation.runs import stvqa as stvqa_run
-from mmrag.evaluation.runs import toloka as toloka_run
-from mmrag.evaluation.runs import vlqa as vlqa_run
-from mmrag.evaluation.runs import webqa as webqa_run
+from mmrag.evaluation.runs import driver
+from mmrag.evaluation.runs.aokvqa import AOKVQARun
+from mmrag.evaluation.runs.stvqa import STVQARun
+from mmrag.evaluation.runs.toloka import TolokaRun
+from mmrag.evaluation.runs.vlqa import VLQARun
+from mmrag.evaluation.runs.webqa import WebQARun
 
 BENCHMARKS = ("webqa", "aokvqa", "stvqa", "toloka", "vlqa")
 
@@ -80,8 +81,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "loads.",
     )
     benches = run.add_subparsers(dest="bench", metavar="BENCH", required=True)
-    for bench in (webqa_run, aokvqa_run, stvqa_run, toloka_run, vlqa_run):
-        bench.add_parser(benches)
+    for bench in (WebQARun, AOKVQARun, STVQARun, TolokaRun, VLQARun):
+        driver.add_parser(benches, bench)
 
 
 def _inputs(args: argparse.Namespace) -> None:

@@ -43,6 +43,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def engine_name(run: Mapping[str, Any]) -> str:
+    """The generator a run's description names: its engine and model, or the embedded one."""
+    return f"{run['engine']} ({run.get('model') or 'embedded model'})"
+
+
 def timing_table(timings: Sequence[Mapping[str, float]], order: Sequence[str] = ()) -> str:
     """Mean and max seconds per stage (`*_s` keys), stages in `order` first, then as met."""
     stages = [stage for stage in order if any(stage in t for t in timings)]
@@ -76,6 +81,18 @@ class Reference:
     label: str
     group: str = "all"
     bars: tuple[int, int] | None = None  # draw over bars first..last only; None: full width
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A bar chart a report links, drawn beside the prediction file as OUT's stem + suffix."""
+
+    suffix: str
+    alt: str
+    bars: Sequence[Bar]
+    title: str
+    ylabel: str
+    references: Sequence[Reference] = ()
 
 
 def bar_chart(
