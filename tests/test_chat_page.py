@@ -293,6 +293,10 @@ def test_a_follow_up_is_read_with_the_conversation_until_a_new_one_starts(open_p
     cited = follow_up.locator(".card:not(.uncited)")
     assert "four sash windows" in cited.first.inner_text()
     assert all("Harbor Inn" in card.inner_text() for card in cited.all())
+    # A new topic after it is answered on its own.
+    bridge = ask(page, "Which river does the Kell Bridge cross?")
+    assert bridge.get_attribute("data-state") != "error", bridge.inner_text()
+    assert page.locator(".question").last.locator(".resolved").count() == 0
 
     page.click("#new-conversation")
     assert page.locator(".turn").count() == 0 and page.is_visible("#welcome")

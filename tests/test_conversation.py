@@ -22,6 +22,7 @@ from tests.helpers import MMRAG, REPO
 
 DOOR = "What color is the door of the Harbor Inn?"
 WINDOWS = "How many windows does it have on the upper floor?"
+BRIDGE = "Which river does the Kell Bridge cross?"
 
 
 def after(*questions: str, answer: str = "It is so [1].") -> list[Turn]:
@@ -140,7 +141,7 @@ def test_the_llm_rewrite_asks_the_generator_and_falls_back_to_the_rules(llama_se
 
 
 def test_mmrag_chat_answers_follow_ups_in_the_terminal(hybrid_index: Path) -> None:
-    script = "\n".join([DOOR, WINDOWS, "/new", WINDOWS, ""])
+    script = "\n".join([DOOR, WINDOWS, BRIDGE, "/new", WINDOWS, ""])
     result = subprocess.run(
         [*MMRAG, "chat", "--index", str(hybrid_index)],
         input=script,
@@ -155,9 +156,10 @@ def test_mmrag_chat_answers_follow_ups_in_the_terminal(hybrid_index: Path) -> No
     with_history, afresh = replies
     resolved = "(answered as: How many windows does the Harbor Inn have on the upper floor?)"
     assert resolved in with_history
-    windows_turn = with_history.split(resolved, 1)[1]
+    windows_turn, bridge_turn = with_history.split(resolved, 1)[1].split("> ", 1)
     cited = [line for line in windows_turn.splitlines() if re.match(r"\s+\[\d\]", line)]
     assert cited and all("Harbor Inn" in line for line in cited), windows_turn
+    assert "(answered as:" not in bridge_turn  # a new topic, answered on its own
     assert "(answered as:" not in afresh  # a new conversation has nothing to read it with
 
 

@@ -208,14 +208,20 @@ def test_text_claims_keep_their_text_verdict_and_the_sentence_that_supports_them
     assert text[start:end] == "The Old Mill in Hartwell was built in 1820 by the Ashby family."
 
 
-def test_the_api_and_the_eval_run_judge_the_photo_alike(mill, tmp_path: Path) -> None:
-    with recording_server(vlm("yes")) as server:
+@pytest.mark.parametrize("verdict", ["yes", "no"])
+def test_the_api_and_the_eval_run_judge_the_photo_alike(mill, tmp_path: Path, verdict) -> None:
+    """The same photo, the same claim: kept when the judge sees it, not when it denies it, in
+    `/v1/answer` (declined) and `eval run webqa` (kept uncited: eval runs never decline)."""
+    with recording_server(vlm(verdict)) as server:
         flags = ("--engine", "openai", "--base-url", server.url, "--vision")
         log = tmp_path / "serve.log"
         with running_mmrag_server(mill["index"], log, *flags) as base:
             answered = httpx.post(f"{base}/v1/answer", json={"question": QUESTION}, timeout=60)
         assert answered.status_code == 200, log.read_text()[-2000:]
-        the_photo_is_cited(answered.json(), support=0.82)
+        if verdict == "yes":
+            the_photo_is_cited(answered.json(), support=0.82)
+        else:
+            assert answered.json()["abstained"] and answered.json()["citations"] == []
 
         out = tmp_path / "preds.json"
         run = run_mmrag(
@@ -225,8 +231,11 @@ def test_the_api_and_the_eval_run_judge_the_photo_alike(mill, tmp_path: Path) ->
     assert run.returncode == 0, run.stderr
     assert json.loads(out.read_text())["q-mill"]["answer"] == f"{CLAIM}."
     report = out.with_name("preds.report.md").read_text()
-    # The model's citation of the photo, verified (the image judge said yes), not dropped.
-    assert "| cited by the model, each citation verified | 1 | 100.00 |" in report, report
+    origin = {
+        "yes": "cited by the model, each citation verified",  # the judge saw it
+        "no": "kept uncited: no source supports it (--abstain never)",
+    }[verdict]
+    assert f"| {origin} | 1 | 100.00 |" in report, report
 
 
 def test_an_attached_photo_is_judged_before_its_text_is_read(mill, tmp_path: Path) -> None:
