@@ -4,6 +4,7 @@ through `/v1/answer` (multipart) and `mmrag ask --image`, with real PP-OCR and S
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,26 @@ def test_an_upload_past_the_deadline_stops_being_read_and_says_so(client: TestCl
     upload = body["sources"][0]
     assert upload["source_id"].startswith("upload-") and upload["ocr_lines"] == []
     assert body["timings"]["ocr_s"] > 0
+
+
+def test_a_form_carries_the_conversation_as_json_and_the_photo_stays_source_1(
+    client: TestClient,
+):
+    """The chat page sends its conversation with every question, a photo's included: in a
+    multipart form the field is a JSON array (every form field is text)."""
+    earlier = [
+        {"role": "user", "content": "What is the parking rule at the Harbor Inn?"},
+        {"role": "assistant", "content": "The sign says parking is prohibited [1]."},
+    ]
+    form = {"question": "Does it apply at all times?", "conversation": json.dumps(earlier)}
+    response = client.post("/v1/answer", data=form, files={"image": ("sign.jpg", SIGN)})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["question"] == "Does the Harbor Inn apply at all times?"  # read with the turns
+    assert body["sources"][0]["source_id"].startswith("upload-")
+    bad = client.post(
+        "/v1/answer",
+        data={"question": "Does it?", "conversation": "[{"},
+        files={"image": ("sign.jpg", SIGN)},
+    )
+    assert bad.status_code == 422 and "conversation" in bad.json()["detail"]
