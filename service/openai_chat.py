@@ -148,8 +148,6 @@ class ChatCompletionChunk(BaseModel):
     """A streamed piece; the last one (`finish_reason: "stop"`) also carries the grounding
     fields of ChatCompletion."""
 
-    model_config = ConfigDict(extra="allow")
-
     id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
     created: int
