@@ -101,13 +101,11 @@ def encode_images(n: int, batch: int, workers: int, device: str) -> dict:
         refs = [str(30_000_000 + i) for i in range(n)]
         clip.encode_pixels(clip.preprocess([Image.new("RGB", (224, 224))] * 2))  # warm-up
         started = time.perf_counter()
-        for pixels, _ in prefetch_batches(
-            store, refs, clip.preprocess, batch_size=batch, workers=workers
-        ):
+        for pixels, _ in prefetch_batches(store, refs, clip, batch_size=batch, workers=workers):
             clip.encode_pixels(pixels)
         pooled = time.perf_counter() - started
         started = time.perf_counter()
-        for _ in prefetch_batches(store, refs, clip.preprocess, batch_size=batch, workers=1):
+        for _ in prefetch_batches(store, refs, clip, batch_size=batch, workers=1):
             pass
         decode_only = time.perf_counter() - started
         started = time.perf_counter()

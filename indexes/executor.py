@@ -93,7 +93,7 @@ class LocalExecutor:
         batches = prefetch_batches(
             images,
             refs,
-            clip.preprocess,
+            clip,
             batch_size=self.image_batch,
             workers=self.image_workers,
         )

@@ -31,7 +31,7 @@ import xxhash
 from mmrag.indexes.atomic import atomic_write_bytes
 from mmrag.indexes.encoders.base import PROBE_TEXT, EncoderInfo
 from mmrag.indexes.encoders.loading import clip_encoder, text_encoder
-from mmrag.indexes.encoders.prefetch import load_or_blank
+from mmrag.indexes.encoders.prefetch import batch_pixels
 from mmrag.indexes.errors import InputError
 from mmrag.indexes.executor import RAY_BATCH_SIZE, Progress, no_progress
 from mmrag.indexes.images import MAX_IMAGE_PIXELS, ImageStore
@@ -114,13 +114,11 @@ class _ImageVectors:
         self.images = images
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        loaded = [load_or_blank(self.images, ref) for ref in batch["ref"].tolist()]
-        pixels = self.clip.preprocess([image for image, _ in loaded])
-        return {
-            "pos": batch["pos"],
-            "vector": self.clip.encode_pixels(pixels),
-            "ok": np.array([ok for _, ok in loaded]),
-        }
+        """Each actor reads its batch's bytes itself; on a GPU actor they are decoded and
+        preprocessed on its device (`gpu_images`), so only references come in and vectors
+        go back: no pixels cross between processes."""
+        pixels, decoded = batch_pixels(self.clip, self.images, batch["ref"].tolist())
+        return {"pos": batch["pos"], "vector": self.clip.encode_pixels(pixels), "ok": decoded}
 
 
 class _SceneText:

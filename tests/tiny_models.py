@@ -12,9 +12,14 @@ from pathlib import Path
 
 
 def tiny_clip(
-    folder: Path, seed: int = 0, projection_dim: int = 16, vit_b_32: bool = False
+    folder: Path,
+    seed: int = 0,
+    projection_dim: int = 16,
+    vit_b_32: bool = False,
+    vit_l_14: bool = False,
 ) -> Path:
-    """A random CLIP; `vit_b_32=True` gives the real ViT-B/32 sizes (for throughput benches)."""
+    """A random CLIP; `vit_b_32=True` gives the real ViT-B/32 sizes and `vit_l_14=True`
+    ViT-L/14's (openai/clip-vit-large-patch14, 428M parameters), for throughput benches."""
     import torch
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPTokenizer
 
@@ -25,6 +30,15 @@ def tiny_clip(
     tokens = {"vocab_size": len(vocab), "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 1}
     if vit_b_32:  # CLIPConfig's defaults are ViT-B/32's
         config = CLIPConfig(text_config=tokens)
+        side = 224
+    elif vit_l_14:
+        text = {"hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12}
+        vision = {"hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 16}
+        config = CLIPConfig(
+            text_config={**tokens, **text},
+            vision_config={**vision, "num_hidden_layers": 24, "patch_size": 14},
+            projection_dim=768,
+        )
         side = 224
     else:
         layers = {

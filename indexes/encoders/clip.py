@@ -3,14 +3,16 @@
 Backends: `transformers` (CLIPModel, SiglipModel, any AutoModel with get_image_features /
 get_text_features; runs on CPU here) and `open_clip` (GPU machines: it needs torchvision, which
 must never be installed on CPU hosts, so it is imported only when chosen). Preprocessing is
-separate from encoding so a worker pool can decode and preprocess while the model encodes.
+separate from encoding so a worker pool can decode and preprocess while the model encodes. On a
+CUDA device the transformers backend decodes and preprocesses on the GPU as well (`gpu_images`:
+nvJPEG and the processor's recipe in torch); on CPU its processor does, as before.
 """
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from PIL import Image
@@ -18,15 +20,22 @@ from PIL import Image
 from mmrag.indexes.encoders.base import EncoderInfo, l2_normalise, pick_device, quiet_model_loading
 from mmrag.indexes.errors import InputError
 
+if TYPE_CHECKING:  # a question's path loads this module, never the build's image pipeline
+    from mmrag.indexes.encoders.gpu_images import GpuImages
+
 CLIP_BACKENDS = ("transformers", "open_clip")
 
 
 class ClipEncoder(Protocol):
     info: EncoderInfo
+    # Bytes to model input on the GPU (`prefetch.batch_pixels` uses it); None: `preprocess`.
+    gpu_images: GpuImages | None
 
     def preprocess(self, images: list[Image.Image]) -> np.ndarray: ...
 
-    def encode_pixels(self, pixels: np.ndarray) -> np.ndarray: ...
+    def encode_pixels(self, pixels: Any) -> np.ndarray:
+        """Unit vectors of `preprocess`'s arrays, or of `gpu_images`' tensors."""
+        ...
 
     def encode_texts(self, texts: list[str]) -> np.ndarray: ...
 
@@ -40,6 +49,8 @@ class TransformersClip:
     def __init__(self, name_or_path: str, *, device: str | None = None, fp16: bool = True) -> None:
         import torch
         from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
+
+        from mmrag.indexes.encoders.gpu_images import gpu_images
 
         quiet_model_loading()
         self.torch = torch
@@ -56,6 +67,7 @@ class TransformersClip:
             raise InputError(f"cannot load CLIP model {name_or_path!r}{hint}: {exc}") from None
         self.dtype = torch.float16 if fp16 and self.device.startswith("cuda") else torch.float32
         self.model.to(self.device, dtype=self.dtype)
+        self.gpu_images = gpu_images(self.processor, self.device, self.dtype)
         config = self.model.config
         self.max_length = getattr(
             getattr(config, "text_config", config), "max_position_embeddings", 77
@@ -70,9 +82,9 @@ class TransformersClip:
     def preprocess(self, images: list[Image.Image]) -> np.ndarray:
         return self.processor(images=images, return_tensors="np")["pixel_values"]
 
-    def encode_pixels(self, pixels: np.ndarray) -> np.ndarray:
+    def encode_pixels(self, pixels: Any) -> np.ndarray:
         with self.torch.inference_mode():
-            tensor = self.torch.from_numpy(pixels).to(self.device, dtype=self.dtype)
+            tensor = self.torch.as_tensor(pixels).to(self.device, dtype=self.dtype)
             features = _features(self.model.get_image_features(pixel_values=tensor))
         return l2_normalise(features.float().cpu().numpy())
 
@@ -116,6 +128,8 @@ class OpenClip:
         self.model = model.eval()
         self.tokenizer = open_clip.get_tokenizer(arch)
         self.dtype = next(self.model.parameters()).dtype
+        # Its preprocessing is open_clip's own transform, not a Hugging Face processor config.
+        self.gpu_images = None
         dim = int(self.model.text_projection.shape[1])
         self.info = EncoderInfo(kind="clip", name=name, backend="open_clip", dim=dim)
 
