@@ -17,8 +17,6 @@ and is skipped, saying so, otherwise.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -28,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import write_report
+from bench.report import machine, write_report
 from bench.synthetic import write_corpus
 from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER, resolve_text_embedder
 
@@ -90,11 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     model = resolve_text_embedder(DEFAULT_TEXT_EMBEDDER)
     results: dict = {
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_average_1m_at_start": round(os.getloadavg()[0], 2),
-        },
+        "machine": machine(),
         "sources": args.n,
         "mmrag": [],
     }

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -35,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.report import latency_percentiles, write_report  # noqa: E402
+from bench.report import latency_percentiles, machine, write_report  # noqa: E402
 from mmrag.generation.engines.base import Message  # noqa: E402
 from mmrag.generation.engines.llamacpp import LlamaCppEngine  # noqa: E402
 from mmrag.generation.errors import GenerationCancelled  # noqa: E402
@@ -173,18 +171,12 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    load = os.getloadavg()
+    measured_on = machine(busy_processes=args.busy)
     with busy_cores(args.busy):
         measured = compare(args.batches, args.sources, args.runs)
     results = {
         "command": " ".join(sys.argv),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-            "load_average_before": load,
-            "busy_processes": args.busy,
-        },
+        "machine": measured_on,
         "model": "packaged SmolLM2-135M-Instruct Q4_1, n_ctx 4096, llama-cpp-python "
         + importlib.metadata.version("llama-cpp-python"),
         **measured,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.build import timed_child
-from bench.report import write_report
+from bench.report import machine, write_report
 from bench.synthetic import write_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,15 +62,6 @@ def hours_on_workers(fixed_s: float, per_item_ms: float, items: int) -> dict[int
     return {w: hours(fixed_s, per_item_ms, items, 2 / w) for w in WORKER_COUNTS}
 
 
-def machine() -> dict:
-    return {
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "load_average_1m_at_start": round(os.getloadavg()[0], 2),
-        "gpu": "none",
-    }
-
-
 def each_executor(measure: Callable[[str, list[str]], None]) -> None:
     """`measure(mode, flags)` for the three ways a command runs: `local` (the default),
     `ray-local` (`--executor ray`, a Ray instance of its own), and `ray-cluster` on a
@@ -95,7 +85,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs=2, default=[2000, 6000])
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    results: dict = {"machine": machine(), "builds": {}}
+    results: dict = {"machine": machine(gpu="none"), "builds": {}}
     with tempfile.TemporaryDirectory() as tmp:
         corpora = {
             size: write_corpus(Path(tmp) / f"corpus-{size}.jsonl", size) for size in args.sizes

@@ -29,8 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.build import timed_child
-from bench.ray_build import each_executor, fit, hours, hours_on_workers, machine
-from bench.report import write_report
+from bench.ray_build import each_executor, fit, hours, hours_on_workers
+from bench.report import machine, write_report
 from bench.service import ensure_index
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=ROOT / "var" / "bench")
     args = parser.parse_args()
     index = ensure_index(args.workdir / "service-index")
-    results: dict = {"machine": machine(), "runs": {}}
+    results: dict = {"machine": machine(gpu="none"), "runs": {}}
     submissions: dict[tuple[str, int], bytes] = {}
     with tempfile.TemporaryDirectory() as tmp:
 

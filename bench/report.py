@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,4 +27,15 @@ def latency_percentiles(
     ms = np.array(seconds) * 1000 if seconds else np.array([np.nan])
     return {
         f"{prefix}p{point}_ms": round(float(np.percentile(ms, point)), digits) for point in points
+    }
+
+
+def machine(**extra: Any) -> dict[str, Any]:
+    """What ran a benchmark, as every report records it, with what one adds of its own."""
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average_1m_at_start": round(os.getloadavg()[0], 2),
+        **extra,
     }

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -30,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.report import write_report  # noqa: E402
+from bench.report import machine, write_report  # noqa: E402
 from bench.service import MMRAG, SAMPLE, ensure_index  # noqa: E402
 
 HEAVY = (
@@ -136,11 +135,7 @@ def main() -> None:
     ask = [*MMRAG, "ask", SEARCH_QUESTION, "--index", str(index)]
     results = {
         "command": " ".join(sys.argv),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-        },
+        "machine": machine(),
         "index": "sample corpus: BM25 + MiniLM over captions, snippets and OCR text, calibrated",
         "search": cold_command(search, args.runs),
         "ask": cold_command(ask, args.runs),

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import platform
 import statistics
 import sys
 import tempfile
@@ -34,7 +33,7 @@ sys.path.insert(0, str(REPO))
 from PIL import Image, ImageDraw  # noqa: E402
 
 from bench.batched_answers import SMOLLM2_135M  # noqa: E402
-from bench.report import latency_percentiles, write_report  # noqa: E402
+from bench.report import latency_percentiles, machine, write_report  # noqa: E402
 from mmrag.generation import AnswerWriter, LMJudge, load_engine  # noqa: E402
 from tests.test_generation_transformers import CHATML, byte_tokenizer, save_llava  # noqa: E402
 
@@ -118,7 +117,7 @@ def main() -> None:
         measured = measure(model, args.device, args.runs, args.new_tokens)
     results = {
         "command": " ".join(sys.argv),
-        "machine": {"platform": platform.platform(), "processor": platform.machine()},
+        "machine": machine(),
         "model": str(args.model) if args.model else f"random LLaVA, {args.size}",
         "device": args.device,
         "new_tokens": args.new_tokens,
