@@ -21,7 +21,7 @@ from mmrag.service.routes.answering import (
     admit,
     answer_once,
     read_photo,
-    record,
+    respond,
     start,
 )
 from mmrag.service.routes.common import ERRORS, check_answer_request, check_conversation
@@ -154,8 +154,7 @@ async def answer(request: Request):
         run, release = start(request, admission, body.question, options)
         return ReleasingStream(events(run, request), release)
     result = await answer_once(request, admission, body.question, options)
-    record(result, request)
-    return AnswerResponse.from_result(result)
+    return respond(result, request)
 
 
 async def events(run: QARun, request: Request) -> AsyncIterator[str]:
@@ -167,5 +166,4 @@ async def events(run: QARun, request: Request) -> AsyncIterator[str]:
         yield sse("error", {"detail": str(exc)})
         return
     assert run.result is not None
-    record(run.result, request)
-    yield sse("answer", AnswerResponse.from_result(run.result).model_dump())
+    yield sse("answer", respond(run.result, request).model_dump())

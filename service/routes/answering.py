@@ -24,6 +24,7 @@ from mmrag.core.pipeline import QAResult, QARun
 from mmrag.indexes.errors import InputError
 from mmrag.service.limits import Ticket
 from mmrag.service.routes.common import settings_of, while_connected
+from mmrag.service.schemas import AnswerResponse
 
 
 class ReleasingStream(StreamingResponse):
@@ -113,11 +114,13 @@ async def answer_once(
         admission.ticket.release()
 
 
-def record(result: QAResult, request: Request) -> None:
-    """The answer in the service's metrics: its stages' seconds, and how it was attributed."""
+def respond(result: QAResult, request: Request) -> AnswerResponse:
+    """The answer as the service sends it, counted in its metrics (its stages' seconds, and
+    how it was attributed) on the way out, whichever protocol carries it."""
     metrics = request.app.state.metrics
     metrics.observe_stages(result.timings.as_dict())
     if result.answer.generation_error:
         metrics.generation_errors.inc()
     else:
         metrics.answers.labels(result.answer.attribution).inc()
+    return AnswerResponse.from_result(result)

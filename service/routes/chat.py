@@ -47,11 +47,10 @@ from mmrag.service.routes.answering import (
     admit,
     answer_once,
     read_photo,
-    record,
+    respond,
     start,
 )
 from mmrag.service.routes.common import ERRORS, settings_of
-from mmrag.service.schemas import AnswerResponse
 
 router = APIRouter()
 OPENAI_PATHS = frozenset({"/v1/models", "/v1/chat/completions"})
@@ -151,9 +150,7 @@ async def chat_completions(request: Request, body: ChatRequest):
     if body.stream:
         run, release = start(request, admission, question, options)
         return ReleasingStream(chunks(run, request, model), release)
-    result = await answer_once(request, admission, question, options)
-    record(result, request)
-    answered = AnswerResponse.from_result(result)
+    answered = respond(await answer_once(request, admission, question, options), request)
     return ChatCompletion(
         id=completion_id(),
         created=now(),
@@ -185,8 +182,7 @@ async def chunks(run: QARun, request: Request, model: str) -> AsyncIterator[str]
         yield _event(error_body(400, str(exc)))
         yield "data: [DONE]\n\n"
         return
-    record(result, request)
-    answered = AnswerResponse.from_result(result)
+    answered = respond(result, request)
     for word in re.findall(r"\S+\s*", answered.answer):
         yield chunk(Delta(content=word))
     yield chunk(Delta(), **Grounding.of(answered))
