@@ -28,6 +28,7 @@ supports the claim (`Citation.span`).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -297,12 +298,10 @@ class Attributor:
             return answer
         sources = list(answer.sources)
         for claim in supported_parts(question, answer.text_without_markers):
-            judged: dict[int, Judgement] = {}  # by marker: a judge that sees is asked once
 
-            def judge(marker: int, claim: str = claim, judged: dict = judged) -> Judgement:
-                if marker not in judged:
-                    judged[marker] = self.judgement(question, claim, sources[marker - 1])
-                return judged[marker]
+            @functools.cache  # by marker: a judge that sees is asked once per claim
+            def judge(marker: int, claim: str = claim) -> Judgement:
+                return self.judgement(question, claim, sources[marker - 1])
 
             markers = [c.marker for c in answer.citations]
             kept = [n for n in markers if judge(n).supported]
