@@ -15,6 +15,7 @@ from tests.helpers import (
     jpeg_bytes,
     run_mmrag,
     running_llama_server,
+    running_mmrag_server,
     text_fact,
     two_node_cluster,
     write_imgs_tsv,
@@ -110,6 +111,15 @@ def hybrid_index(tmp_path_factory: pytest.TempPathFactory, minilm) -> Path:
     assert result.returncode == 0, result.stderr
     assert "calibrated 6 lists on 15 questions" in result.stdout
     return out
+
+
+@pytest.fixture(scope="session")
+def served_hybrid_index(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory):
+    """`mmrag serve` on the sample index with its defaults, as `make serve` runs it, shared by
+    the tests that talk to it as a user's client or browser does; yields its base URL."""
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with running_mmrag_server(hybrid_index, log) as base:
+        yield base
 
 
 # --- generation: the packaged SmolLM2, in process and behind llama.cpp's OpenAI-style server ---

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
-from tests.helpers import running_mmrag_server, sign_jpeg
+from tests.helpers import sign_jpeg
 
 DOOR = "What color is the door of the Harbor Inn?"
 WINDOWS = "How many windows does it have on the upper floor?"
@@ -27,10 +25,8 @@ BRIDGE = "Which river does the Kell Bridge cross?"
 
 
 @pytest.fixture(scope="module")
-def server(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("chat-api") / "serve.log"
-    with running_mmrag_server(hybrid_index, log) as base:
-        yield base
+def server(served_hybrid_index: str) -> str:
+    return served_hybrid_index
 
 
 @pytest.fixture(scope="module")

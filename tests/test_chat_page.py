@@ -11,12 +11,11 @@ import itertools
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, running_mmrag_server, sign_jpeg
+from tests.helpers import REPO, sign_jpeg
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Without the background-networking flags Chromium keeps calling home on a closed network.
@@ -42,10 +41,8 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def server(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("chat-page") / "uvicorn.log"
-    with running_mmrag_server(hybrid_index, log) as base:
-        yield base
+def server(served_hybrid_index: str) -> str:
+    return served_hybrid_index
 
 
 @pytest.fixture(scope="module")
