@@ -13,6 +13,8 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
+# An answer's stages, from its timings; the reading of an uploaded photo, stage "ocr", is
+# observed where it is read (routes/answering.py), so that it counts when no answer follows.
 STAGES = ("retrieve", "rerank", "generate", "verify")
 
 

@@ -4,6 +4,7 @@ and servers. The helpers they use are in tests/helpers.py."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from tests.helpers import (
     jpeg_bytes,
     run_mmrag,
     running_llama_server,
-    running_mmrag_server,
+    running_mmrag_process,
     text_fact,
     two_node_cluster,
     write_imgs_tsv,
@@ -114,12 +115,18 @@ def hybrid_index(tmp_path_factory: pytest.TempPathFactory, minilm) -> Path:
 
 
 @pytest.fixture(scope="session")
-def served_hybrid_index(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory):
+def hybrid_server(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory):
     """`mmrag serve` on the sample index with its defaults, as `make serve` runs it, shared by
-    the tests that talk to it as a user's client or browser does; yields its base URL."""
+    the tests that talk to it as a user's client or browser does: (process, base URL)."""
     log = tmp_path_factory.mktemp("serve") / "serve.log"
-    with running_mmrag_server(hybrid_index, log) as base:
-        yield base
+    with running_mmrag_process(hybrid_index, log) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def served_hybrid_index(hybrid_server: tuple[subprocess.Popen, str]) -> str:
+    """The base URL of `hybrid_server`."""
+    return hybrid_server[1]
 
 
 # --- generation: the packaged SmolLM2, in process and behind llama.cpp's OpenAI-style server ---

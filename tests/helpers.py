@@ -207,12 +207,21 @@ def running_llama_server(gguf: Path, log: Path) -> Iterator[tuple[subprocess.Pop
 
 
 @contextmanager
-def running_mmrag_server(index: Path, log: Path, *flags: str) -> Iterator[str]:
-    """`mmrag serve` as a user starts it, on a loopback port; yields its base URL."""
+def running_mmrag_process(
+    index: Path, log: Path, *flags: str
+) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`mmrag serve` as a user starts it, on a loopback port: (process, its base URL)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     command = [*MMRAG, "serve", "--index", str(index), "--port", str(port), *flags]
-    with running_process(command, f"{base}/healthz", log):
+    with running_process(command, f"{base}/healthz", log) as server:
+        yield server, base
+
+
+@contextmanager
+def running_mmrag_server(index: Path, log: Path, *flags: str) -> Iterator[str]:
+    """`mmrag serve` as a user starts it, on a loopback port; yields its base URL."""
+    with running_mmrag_process(index, log, *flags) as (_, base):
         yield base
 
 

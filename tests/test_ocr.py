@@ -6,11 +6,13 @@ question about a sign can only find it through the text OCR read.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -181,22 +183,34 @@ if sys.platform != "linux":  # pragma: no cover
     pytestmark = pytest.mark.skip("SIGINT handling is tested on Linux")
 
 
-def test_a_page_of_text_is_read_in_slices_as_in_one_call_and_capped_at_its_tallest_lines():
+@pytest.fixture(scope="module")
+def reader():
+    """One PP-OCR reader for the tests of how it reads (it loads in about a second)."""
+    from mmrag.indexes.ocr.reader import OcrReader
+
+    return OcrReader()
+
+
+def decoded(data: bytes):
+    from mmrag.indexes.images import decode_image
+
+    return decode_image(data, 10**8)
+
+
+def test_a_page_of_text_is_read_in_slices_as_in_one_call_and_capped_at_its_tallest_lines(reader):
     """Lines are recognised LINES_PER_CALL at a time, so a deadline can stop a reading between
     slices; the slices keep PP-OCR's own batches, so every line reads as in one call."""
     from PIL import Image, ImageDraw, ImageFont
 
-    from mmrag.indexes.images import decode_image
-    from mmrag.indexes.ocr.reader import LINES_PER_CALL, OcrReader, padded_for_the_detector
+    from mmrag.indexes.ocr.reader import LINES_PER_CALL, fitted_for_the_detector
     from tests.helpers import text_dense_png
 
-    page = decode_image(text_dense_png(side=700), 10**8)
-    reader = OcrReader()
+    page = decoded(text_dense_png(side=700))
     stages = reader.stages
     engine = reader.engine
     engine.text_cls, engine.text_rec = stages.classify_all, stages.recognise_all
     try:
-        found, _ = engine(padded_for_the_detector(page))
+        found, _ = engine(fitted_for_the_detector(page)[0])
     finally:
         engine.text_cls, engine.text_rec = stages.classify, stages.recognise
     in_one_call = [(str(text).strip(), round(float(score), 4)) for _, text, score in found]
@@ -215,3 +229,96 @@ def test_a_page_of_text_is_read_in_slices_as_in_one_call_and_capped_at_its_talle
     page.paste(headline, (0, 300))
     capped = reader.read(page, max_lines=3)
     assert len(capped) == 3 and any(line.text == "HARBOR INN" for line in capped)
+
+
+def blank_png(width: int, height: int) -> bytes:
+    """A white 1-bit PNG, as the reported uploads were (a few KB for 40 megapixels)."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("1", (width, height), 1).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_whatever_an_image_s_shape_the_detector_gets_at_most_4_megapixels(reader):
+    """PP-OCR's detector scales an image's short side up to 736 px: an 8 x 2000 strip became a
+    736 x 46,016 input (4.7 GB, 26 s), and a 100 x 399,000 PNG padded at full size, 2.5
+    gigapixels. Fitted first (long side 2000, at most 8:1), no input passes 736 x 5888."""
+    from mmrag.indexes.ocr.reader import MAX_ASPECT
+
+    detect = reader.engine.text_det.infer
+    inputs = []
+    reader.engine.text_det.infer = lambda batch: inputs.append(batch.shape) or detect(batch)
+    try:
+        for size in [(8, 40_000), (40_000, 8)]:
+            assert reader.read(decoded(blank_png(*size))) == []
+    finally:
+        reader.engine.text_det.infer = detect
+    short = reader.engine.text_det.limit_side_len
+    largest = short * (short * MAX_ASPECT + 32)  # each side is rounded to a multiple of 32
+    assert len(inputs) == 2 and all(h * w <= largest for *_, h, w in inputs), inputs
+
+
+def test_a_banner_scaled_for_the_detector_is_read_where_it_is(reader):
+    """An image past 2000 px is read scaled down, and its boxes are in its own pixels."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    banner = Image.new("RGB", (6000, 120), "white")
+    draw, font = ImageDraw.Draw(banner), ImageFont.load_default(size=80)
+    draw.text((3000, 15), "OPENING", fill="black", font=font)
+    drawn = draw.textbbox((3000, 15), "OPENING", font=font)
+    [line] = reader.read(banner)
+    assert line.text == "OPENING"
+    xs, ys = [x for x, _ in line.box], [y for _, y in line.box]
+    found = (min(xs), min(ys), max(xs), max(ys))
+    assert all(abs(a - b) <= 30 for a, b in zip(found, drawn, strict=True)), (found, drawn)
+
+
+def test_a_reading_stopped_while_the_detector_runs_ends_there(reader):
+    """Detection is one onnxruntime run, about 2 s on 2 cores for a page: a reading's stop
+    (its deadline, its client gone) ends it mid-run rather than after it."""
+    from mmrag.indexes.ocr.reader import ReadingStopped
+    from tests.helpers import text_dense_png
+
+    detect = reader.engine.text_det.infer
+    ended = []
+
+    def watched(batch):
+        try:
+            return detect(batch)
+        except ReadingStopped:
+            ended.append("mid-run")
+            raise
+
+    looks = []  # the first look, as the run starts, finds no reason to stop; the next does
+    page = decoded(text_dense_png(side=2000))
+    reader.engine.text_det.infer = watched
+    try:
+        lines = reader.read(page, stop=lambda: bool(looks.append(1) or len(looks) > 1))
+    finally:
+        reader.engine.text_det.infer = detect
+    assert lines == [] and ended == ["mid-run"]
+
+
+def test_readings_run_at_once_and_none_waits_out_another(reader):
+    """One lock held for a whole reading made the next photo question wait 14.5 s. The first
+    reading here holds still in its `stop()` until a second one has finished: under such a
+    lock the second would wait for the first, and the first for it (until its 30 s are up)."""
+    from tests.helpers import sign_jpeg, text_dense_png
+
+    inside, second_done, first_saw = threading.Event(), threading.Event(), []
+
+    def holding_still() -> bool:
+        if not inside.is_set():
+            inside.set()
+            first_saw.append(second_done.wait(timeout=30))
+        return False
+
+    page = decoded(text_dense_png(side=700))
+    first = threading.Thread(target=reader.read, args=(page,), kwargs={"stop": holding_still})
+    first.start()
+    assert inside.wait(timeout=60)
+    second = reader.read(decoded(sign_jpeg("EXIT")))
+    second_done.set()
+    first.join()
+    assert [line.text for line in second] == ["EXIT"] and first_saw == [True]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -66,23 +67,36 @@ def keep(lines: list[OcrLine], min_confidence: float) -> list[OcrLine]:
     ]
 
 
-# PP-OCR scales an image's long side to at most this many pixels, then rounds each side to a
-# multiple of this: a side that rounds to 0 raises (a 2001 x 1 PNG, a 4000 x 33 banner).
-DETECTOR_MAX_SIDE, DETECTOR_STRIDE = 2000, 32
+# PP-OCR scales an image's long side down to at most DETECTOR_MAX_SIDE pixels, then its detector
+# scales the short side up to at least 736 (`Det.limit_side_len`), so an image's shape, not its
+# size, set the detector's work: an 8 x 2000 strip became a 736 x 46,016 input (4.7 GB resident,
+# 26 s on 2 cores), and a 100 x 399,000 PNG, padded to the detector's grid at full size as the
+# last round did, 2.5 gigapixels before PP-OCR scaled it down. PP-OCR's own letterbox caps only
+# wide images, so every image is fitted first: scaled to DETECTOR_MAX_SIDE, then padded until
+# no side is under 1/MAX_ASPECT of the other. The detector's input is then at most
+# 736 x (736 * MAX_ASPECT) pixels (4.3 MP, about 2 s on 2 cores) whatever the upload.
+DETECTOR_MAX_SIDE = 2000
+MAX_ASPECT = 8  # PP-OCR's `width_height_ratio`: images within it are read as before
+# How often a detection in progress asks its reading's `stop()`.
+STOP_POLL_S = 0.05
 
 
-def padded_for_the_detector(image: Image.Image) -> Image.Image:
-    """A strip too thin for the detector's grid, padded with white below or to the right (its
-    pixels, and so the boxes of its lines, stay where they were): a banner is still read, and a
-    1-pixel strip reads as nothing rather than failing."""
+def fitted_for_the_detector(image: Image.Image) -> tuple[Image.Image, float]:
+    """The image scaled as PP-OCR would scale it (long side at most DETECTOR_MAX_SIDE), padded
+    with white below or to the right to at most MAX_ASPECT to 1, and the scale from the
+    original to it: its pixels, and so the boxes of its lines, stay where they were up to that
+    scale. A banner is still read; a strip too thin to hold text reads as nothing."""
     width, height = image.size
-    scale = max(1.0, max(width, height) / DETECTOR_MAX_SIDE)
-    least = math.ceil(DETECTOR_STRIDE * scale)
-    if min(width, height) >= least:
-        return image
-    canvas = Image.new("RGB", (max(width, least), max(height, least)), "white")
-    canvas.paste(image.convert("RGB"), (0, 0))
-    return canvas
+    scale = min(1.0, DETECTOR_MAX_SIDE / max(width, height))
+    if scale < 1.0:
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        image = image.resize(size, Image.Resampling.BILINEAR)
+    least = math.ceil(max(image.size) / MAX_ASPECT)
+    if min(image.size) < least:
+        canvas = Image.new("RGB", (max(image.width, least), max(image.height, least)), "white")
+        canvas.paste(image.convert("RGB"), (0, 0))
+        image = canvas
+    return image, scale
 
 
 # Crops per call of a line stage between two `stop()` checks: four of PP-OCR's batches of 6,
@@ -94,36 +108,109 @@ def never() -> bool:
     return False
 
 
-class LineStages:
-    """PP-OCR's per-line stages (direction classifier, recogniser) run in slices of crops, so
-    that a caller can stop a reading between slices and cap how many lines it reads.
+class ReadingStopped(Exception):
+    """A detection ended early because its reading's `stop()` turned true."""
+
+
+@contextmanager
+def terminated_once(stop: Callable[[], bool]) -> Iterator[Any]:
+    """onnxruntime `RunOptions` whose runs a watcher thread ends (`terminate`) within
+    STOP_POLL_S of `stop()` turning true; the watcher ends with the block."""
+    import onnxruntime
+
+    options, finished = onnxruntime.RunOptions(), threading.Event()
+
+    def watch() -> None:
+        while not finished.wait(STOP_POLL_S):
+            if stop():
+                options.terminate = True
+                return
+
+    watcher = threading.Thread(target=watch, name="ocr-stop", daemon=True)
+    watcher.start()
+    try:
+        yield options
+    finally:
+        finished.set()
+        watcher.join()
+
+
+class Stages:
+    """PP-OCR's stages, made to stop and to share: detection ends within STOP_POLL_S of
+    `stop()` turning true, and the per-line stages (direction classifier, recogniser) run in
+    slices of crops, so that a reading can be stopped between slices and capped in how many
+    lines it reads.
 
     After detection, the time a reading takes grows with its lines: a 2000 x 2000 upload dense
-    with words had 664, 5 s to detect and 25 s more to recognise. The slices keep PP-OCR's own
+    with words had 664, 2 s to detect and 25 s more to recognise. The slices keep PP-OCR's own
     batches (crops sorted by aspect ratio, then taken six at a time), so a line reads the same
     as in one call. Lines not read are left empty, which `OcrReader.read` drops.
+
+    Readings run at once, each with its cap and `stop` in its own thread (PP-OCR's stages keep
+    no state between calls but the detector's resize rule, which every call sets alike). Only
+    the detector takes one image at a time: a run over 4 MP holds about 730 MB, so two at once
+    took a server past 2 GB. It is held for one run (about 2 s on 2 cores), and a reading that
+    waits for it, or runs it, stops there when its `stop()` turns true. A reading of many lines
+    (a shared lock once held it whole, 14.5 s) no longer keeps the next photo waiting.
     """
 
     def __init__(self, engine: Any) -> None:
+        self.detection = engine.text_det.infer
         self.classify_all, self.recognise_all = engine.text_cls, engine.text_rec
+        engine.text_det.infer = self.detect
         engine.text_cls, engine.text_rec = self.classify, self.recognise
-        self.max_lines: int | None = None
-        self.stop: Callable[[], bool] = never
+        self._reading = threading.local()
+        self._detector = threading.Lock()
+
+    @property
+    def max_lines(self) -> int | None:
+        return getattr(self._reading, "max_lines", None)
+
+    @property
+    def stop(self) -> Callable[[], bool]:
+        return getattr(self._reading, "stop", never)
+
+    @contextmanager
+    def reading(self, max_lines: int | None, stop: Callable[[], bool]) -> Iterator[None]:
+        """The cap and `stop` of the reading the calling thread runs meanwhile."""
+        self._reading.max_lines, self._reading.stop = max_lines, stop
+        try:
+            yield
+        finally:
+            del self._reading.max_lines, self._reading.stop
+
+    def detect(self, batch: np.ndarray) -> list[np.ndarray]:
+        """The detector's run, once the detector is free; ReadingStopped if `stop()` turns
+        true meanwhile, whether waiting or running."""
+        session = self.detection.session
+        with terminated_once(self.stop) as options:
+            while not self._detector.acquire(timeout=STOP_POLL_S):
+                if options.terminate:
+                    raise ReadingStopped
+            try:
+                return session.run(None, {session.get_inputs()[0].name: batch}, options)
+            except Exception:
+                if options.terminate:
+                    raise ReadingStopped from None
+                raise
+            finally:
+                self._detector.release()
 
     def chosen(self, crops: list[np.ndarray]) -> list[int]:
         """The crops to read, in the order PP-OCR batches them: the tallest `max_lines` (the
         most prominent text) when there are more."""
         order = range(len(crops))
-        if self.max_lines is not None and len(crops) > self.max_lines:
+        max_lines = self.max_lines
+        if max_lines is not None and len(crops) > max_lines:
             tallest = np.argsort([-crop.shape[0] for crop in crops], kind="stable")
-            order = sorted(int(i) for i in tallest[: self.max_lines])
+            order = sorted(int(i) for i in tallest[:max_lines])
         ratios = np.array([crops[i].shape[1] / float(crops[i].shape[0]) for i in order])
         return [order[int(i)] for i in np.argsort(ratios)]
 
     def slices(self, crops: list[np.ndarray]) -> Iterator[list[int]]:
-        chosen = self.chosen(crops)
+        chosen, stop = self.chosen(crops), self.stop
         for start in range(0, len(chosen), LINES_PER_CALL):
-            if self.stop():
+            if stop():
                 return
             yield chosen[start : start + LINES_PER_CALL]
 
@@ -148,7 +235,8 @@ class LineStages:
 
 
 class OcrReader:
-    """Reads every line of text in an image. Thread-safe: calls are serialised."""
+    """Reads every line of text in an image. Thread-safe, and readings run at once: none
+    waits for another's (see `Stages`)."""
 
     def __init__(self, models: OcrModels = OcrModels(), *, threads: int | None = None) -> None:
         models.check()
@@ -167,9 +255,8 @@ class OcrReader:
         if models.rec is not None:
             options["rec_model_path"] = str(models.rec)
         self.engine = engine(**options)
-        self.stages = LineStages(self.engine)
+        self.stages = Stages(self.engine)
         self.identity = reader_identity(models)
-        self._lock = threading.Lock()
 
     def read(
         self,
@@ -180,18 +267,20 @@ class OcrReader:
     ) -> list[OcrLine]:
         """Lines in reading order (top to bottom, left to right), unfiltered: the tallest
         `max_lines` of them, and only those read before `stop()` turned true."""
-        image = padded_for_the_detector(image)
-        with self._lock:
-            self.stages.max_lines, self.stages.stop = max_lines, stop
+        fitted, scale = fitted_for_the_detector(image)
+        with self.stages.reading(max_lines, stop):
             try:
-                found, _ = self.engine(image)
-            finally:
-                self.stages.max_lines, self.stages.stop = None, never
+                found, _ = self.engine(fitted)
+            except ReadingStopped:
+                found = None
+        width, height = image.size
         return [
             OcrLine(
                 text=str(text).strip(),
                 confidence=round(float(score), 4),
-                box=tuple((round(float(x)), round(float(y))) for x, y in box),
+                box=tuple(
+                    (round(min(x / scale, width)), round(min(y / scale, height))) for x, y in box
+                ),
             )
             for box, text, score in found or ()
             if str(text).strip()

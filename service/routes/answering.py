@@ -74,16 +74,19 @@ def attacher(request: Request) -> ImageAttacher:
 
 async def read_photo(request: Request, admission: Admission, data: bytes) -> AttachedImage:
     """The user's photo with its text read, within the request's deadline; one that does not
-    decode is a 422 (and frees the slot, as any failure here does)."""
+    decode is a 422 (and frees the slot, as any failure here does). The reading is a sample
+    of the `ocr` stage in /metrics, whether an answer follows or its client has left."""
     try:
         reading = partial(attacher(request).attach, data, stop=admission.deadline.stopped)
-        return await while_connected(request, admission.deadline, reading)
+        photo = await while_connected(request, admission.deadline, reading)
     except InputError as exc:
         admission.ticket.release()
         raise HTTPException(422, str(exc)) from None
     except BaseException:
         admission.ticket.release()
         raise
+    request.app.state.metrics.stage.labels("ocr").observe(photo.ocr_s)
+    return photo
 
 
 def start(
