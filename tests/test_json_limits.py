@@ -30,12 +30,12 @@ DEEP = f"nested deeper than {MAX_DEPTH} levels"
 NESTINGS = {"arrays": "[" * 200_000, "objects": '{"a":' * 40_000}
 
 
+def cap_address_space() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (3 * 1024**3, 3 * 1024**3))
+
+
 def run_capped(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`mmrag ARGS` as `run_mmrag` runs it, in at most 3 GB of address space."""
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (3 * 1024**3, 3 * 1024**3))
-
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
         [*MMRAG, *args],
@@ -44,8 +44,24 @@ def run_capped(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         cwd=cwd,
         env=env,
         timeout=300,
-        preexec_fn=cap,
+        preexec_fn=cap_address_space,
     )
+
+
+def peak_of_capped(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`run_capped`, and the most memory its process held resident, in bytes (its own
+    `wait4` usage: other children of the test process do not count)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out, err = cwd / "stdout.txt", cwd / "stderr.txt"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        command = [*MMRAG, *args]
+        process = subprocess.Popen(
+            command, stdout=stdout, stderr=stderr, cwd=cwd, env=env, preexec_fn=cap_address_space
+        )
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = returncode = os.waitstatus_to_exitcode(status)
+    result = subprocess.CompletedProcess(command, returncode, out.read_text(), err.read_text())
+    return result, usage.ru_maxrss * 1024
 
 
 def nested(depth: int, leaf: object = 1) -> object:
@@ -127,6 +143,25 @@ def test_jsonl_corpus_numbers_and_bytes_are_one_error(
     path.write_bytes(content)
     with pytest.raises(CorpusError, match=message):
         list(read_corpus([path]))
+
+
+@pytest.mark.parametrize(
+    ("suffix", "message"),
+    [(".jsonl", "big.jsonl:1: a line longer than 16,777,216 bytes"), (".json", "malformed JSON")],
+)
+def test_a_1_gb_sparse_corpus_fails_in_one_line_without_being_held(
+    tmp_path: Path, suffix: str, message: str
+) -> None:
+    """A 1 GB file of zeros (sparse: no disk used) grew `index build` to 3.45 GB, its one line
+    of JSON Lines held whole three times over, before its error. The JSON Lines reader stops at
+    its line limit, the WebQA reader at the first byte that is not JSON."""
+    corpus = tmp_path / f"big{suffix}"
+    with corpus.open("wb") as handle:
+        handle.truncate(1 << 30)
+    build = ["index", "build", "--corpus", str(corpus), "--out", "index", "--text-embedder"]
+    result, peak = peak_of_capped(*build, "none", "--no-clip", cwd=tmp_path)
+    assert_one_line_error(result, message)
+    assert peak < 512 * 1024**2, peak
 
 
 @pytest.mark.parametrize("nesting", NESTINGS)

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
-from mmrag.indexes.corpus.limits import JSONLimitError, loads
+from mmrag.indexes.corpus.limits import MAX_LINE_BYTES, JSONLimitError, loads
 from mmrag.indexes.errors import CorpusError
 from mmrag.indexes.sources import MODALITIES, Source
+
+LINE_READ = MAX_LINE_BYTES + 1  # one byte past the limit tells a line too long
 
 
 def iter_sources(path: str | Path) -> Iterator[Source]:
@@ -24,8 +27,10 @@ def iter_sources(path: str | Path) -> Iterator[Source]:
     except FileNotFoundError:
         raise CorpusError(f"{path}: no such file") from None
     with handle:
-        for line_number, raw in enumerate(handle, start=1):
+        for line_number, raw in enumerate(iter(partial(handle.readline, LINE_READ), b""), 1):
             where = f"{path}:{line_number}"
+            if len(raw) > MAX_LINE_BYTES:  # refused before the rest of it is read
+                raise CorpusError(f"{where}: a line longer than {MAX_LINE_BYTES:,} bytes")
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
