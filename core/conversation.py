@@ -27,7 +27,7 @@ from typing import Literal, Protocol
 from mmrag.generation.engines.base import Engine
 from mmrag.generation.prompts import rewrite_messages
 from mmrag.generation.types import Turn
-from mmrag.generation.verification.lexicon import STOPWORDS
+from mmrag.generation.verification.reading import STOPWORDS
 
 RewriteMode = Literal["rules", "llm"]
 

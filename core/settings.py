@@ -13,7 +13,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from mmrag.core.conversation import RewriteMode
 from mmrag.generation.engines.base import EngineName
 from mmrag.generation.grounding import GrounderName
-from mmrag.generation.verification.attribution import AbstainPolicy, VerifierChoice
+from mmrag.generation.verification.attribution import AbstainPolicy
+from mmrag.generation.verification.verifier import VerifierChoice
 from mmrag.indexes.errors import InputError
 from mmrag.indexes.images import MAX_IMAGE_PIXELS
 from mmrag.indexes.ocr.reader import DEFAULT_MIN_CONFIDENCE, OcrModels
@@ -186,7 +187,8 @@ class Settings(BaseSettings):
     def load(cls, config_file: Path | None = None, **flags: Any) -> Settings:
         """Flags over MMRAG_* variables over the TOML config file over defaults."""
         try:
-            file_values = tomllib.loads(config_file.read_text()) if config_file else {}
+            text = config_file.read_text(encoding="utf-8") if config_file else ""  # TOML's own
+            file_values = tomllib.loads(text)
             from_env = cls()
             merged = {
                 **file_values,
@@ -196,6 +198,12 @@ class Settings(BaseSettings):
             return cls(**merged)
         except FileNotFoundError:
             raise InputError(f"{config_file}: no such config file") from None
+        except UnicodeDecodeError as exc:
+            byte = exc.object[exc.start]
+            raise InputError(
+                f"{config_file}: not a TOML text file (byte 0x{byte:02x} at offset {exc.start} "
+                "is not UTF-8)"
+            ) from None
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{config_file}: not valid TOML ({exc})") from None
         except ValidationError as exc:

@@ -10,18 +10,17 @@ judge may be another model than the generator (a small writer checked by a stron
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
 from mmrag.generation.engines.base import Engine, Message
 from mmrag.generation.errors import NoLogprobs
 from mmrag.generation.prompts import judge_messages, support_messages
 from mmrag.generation.types import SourceLike
+from mmrag.generation.verification.reading import read
 
 YES = frozenset({"yes"})
 NO = frozenset({"no"})
 UNDECIDED = 0.5  # neither answer among the top tokens, or a reply that is neither
-_FIRST_WORD = re.compile(r"[^\W_]+")
 
 
 def yes_probability(logprobs: dict[str, float]) -> float:
@@ -37,8 +36,8 @@ def yes_probability(logprobs: dict[str, float]) -> float:
 
 def reply_probability(reply: str) -> float:
     """A plain reply read as a probability: "Yes." is 1, "no" is 0, anything else undecided."""
-    first = _FIRST_WORD.search(reply)
-    word = first.group(0).lower() if first else ""
+    words = [word.text.lower() for word in read(reply).words if word.text[0].isalnum()]
+    word = words[0] if words else ""
     return 1.0 if word in YES else 0.0 if word in NO else UNDECIDED
 
 

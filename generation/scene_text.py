@@ -33,27 +33,31 @@ from mmrag.generation.errors import GenerationError
 from mmrag.generation.prompts import scene_text_messages
 from mmrag.generation.rationale import short_answer
 from mmrag.generation.types import Answer, Citation, SourceLike
-from mmrag.generation.verification.attribution import evidence_text
-from mmrag.generation.verification.lexicon import STEM, terms
-from mmrag.generation.verification.questions import asks_number, asks_yes_no, gives_what_is_asked
+from mmrag.generation.verification.questions import (
+    asked_attribute,
+    asks_number,
+    asks_yes_no,
+    gives_what_is_asked,
+)
+from mmrag.generation.verification.reading import STEM, STOPWORDS, read, terms
+from mmrag.generation.verification.verifier import evidence_text
 
 ANSWER_MODES = ("free", "likelihood", "similarity")
 DEFAULT_MODE = "similarity"  # the winner on scene-text questions (docs/BENCHMARKS.md)
 MAX_WORDS = 3
 MAX_CANDIDATES = 60
 MAX_ANSWER_TOKENS = 12
-_POINTING = re.compile(r"\b(?:this|these)\s+([^\W\d_]+)", re.IGNORECASE)  # "this bus"
 _NUMERIC = re.compile(r"\d+(?:[.,:/-]\d+)*")  # 10, 1887, 5,895, 12:30
 
 
 def candidates(lines: Sequence[str], max_words: int = MAX_WORDS) -> list[str]:
-    """Every line, then every run of 1..max_words consecutive words in it; first spelling of
-    each (case-insensitive) kept, in reading order."""
+    """Every line, then every run of 1..max_words consecutive words in it, as written; first
+    spelling of each (case-insensitive) kept, in reading order."""
     found: dict[str, str] = {}
     for line in lines:
-        words = line.split()
+        words = [word for word in read(line).words if word.text[0].isalnum()]
         runs = [line.strip()] + [
-            " ".join(words[start : start + size])
+            line[words[start].start : words[start + size - 1].end]
             for size in range(1, max_words + 1)
             for start in range(len(words) - size + 1)
         ]
@@ -64,7 +68,7 @@ def candidates(lines: Sequence[str], max_words: int = MAX_WORDS) -> list[str]:
 
 
 def _words(text: str) -> set[str]:
-    return set(re.findall(r"\w+", text.lower()))
+    return {word.text.lower() for word in read(text).words if word.text[0].isalnum()}
 
 
 def answering(question: str, spans: list[str]) -> list[str]:
@@ -151,22 +155,25 @@ class SceneTextAnswerer:
         return options[best[2]] if best is not None else options[0]
 
 
-# Words by which a question points at the photo it comes with, rather than at the world.
-_ABOUT_THE_IMAGE = frozenset(
-    {"this", "sign", "signs", "image", "photo", "picture", "written", "write", "writing", "say"}
-    | {"says", "said", "read", "reads", "text", "word", "words", "board", "label", "poster"}
-    | {"name", "called"}
+# Lemmas by which a question points at the text in the photo it comes with, rather than at
+# the world or at the photo's colours and counts.
+_ABOUT_THE_TEXT = frozenset(
+    {"sign", "write", "writing", "say", "read", "text", "word", "board", "label", "poster"}
+    | {"name", "call", "letter", "number"}
 )
 
 
 def asks_about(question: str, lines: Sequence[str]) -> bool:
-    """Whether a question is about a photo's text: it points at the photo ("this sign",
-    "what is written") or shares a word with what was read in it ("double parking" for
-    "NO DOUBLE PARKING"). Only then may an answer be read off the photo: "Who won the 1998
-    world cup?" asked with a street sign attached is still declined."""
-    asked = _words(question)
-    read = _words(" ".join(lines)) - {"the", "a", "an", "of", "is", "to", "in", "on", "and"}
-    return bool(asked & _ABOUT_THE_IMAGE or asked & read)
+    """Whether a question is about a photo's text: it points at text ("this sign", "what is
+    written") or shares a word with what was read in it ("double parking" for "NO DOUBLE
+    PARKING"). Only then may an answer be read off the photo: "Who won the 1998 world cup?"
+    asked with a street sign attached is still declined, and "What color is the door in this
+    photo?" is not answered with the house number painted on it."""
+    if asked_attribute(question):  # a colour, shape or material is seen, not read
+        return False
+    asked = {word.lemma for word in read(question).words} | _words(question)
+    said = _words(" ".join(lines)) - STOPWORDS
+    return bool(asked & _ABOUT_THE_TEXT or asked & said)
 
 
 def cites_what_is_pointed_at(question: str, answer: Answer, image_id: str) -> bool:
@@ -175,10 +182,11 @@ def cites_what_is_pointed_at(question: str, answer: Answer, image_id: str) -> bo
     model fed the photo's text beside retrieved captions may frame one of them as the answer
     ("The text on the side of the bus says: A tabby cat looking to the side"), and a
     caption of a cat verifies a sentence quoting it; it says nothing of this bus."""
-    pointed = frozenset(  # "this bus" is also about "buses" (stemmed "buse")
-        STEM(word.lower() + ending)
-        for word in _POINTING.findall(question)
-        for ending in ("", "s", "es")
+    reading = read(question)
+    pointed = frozenset(  # "this bus": the noun "this" or "these" points at
+        STEM(reading.words[word.head].lemma)
+        for word in reading.words
+        if word.text.lower() in ("this", "these") and word.dep == "det"
     )
     if not pointed or not answer.citations:
         return True

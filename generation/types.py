@@ -70,6 +70,25 @@ class Citation:
 
 
 @dataclass
+class Usage:
+    """The tokens of one answer's generation, as OpenAI's `usage` counts them: the prompt the
+    model read (instructions, sources and question in its chat template) and the tokens it
+    wrote, up to where the writer stopped it (the end of its sentence), so an answer stopped
+    early counts what was spent. The engine fills it in (`Engine.stream(usage=...)`)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Cut:
+    """What the model said that its sources do not, left out of the answer, and why."""
+
+    text: str
+    reason: str
+
+
+@dataclass
 class Answer:
     text: str  # one sentence with [n] markers
     text_without_markers: str  # what WebQA's fluency and accuracy metrics score
@@ -82,3 +101,5 @@ class Answer:
     # Where the citations come from once checked (see generation.verification.attribution): model,
     # verified, extractive, declined or unsupported; "" before checking or without an answer.
     attribution: str = ""
+    cut: list[Cut] = field(default_factory=list)  # the model's words left out, and why
+    usage: Usage = field(default_factory=Usage)  # the generator's tokens for `text`

@@ -19,14 +19,12 @@ from mmrag.generation.types import Answer
 from mmrag.generation.verification.attribution import (
     DECLINE,
     Attributor,
-    LexicalVerifier,
-    NLIVerifier,
     invented_terms,
-    load_verifier,
     supported_parts,
 )
-from mmrag.generation.verification.lexicon import terms
 from mmrag.generation.verification.questions import answers_the_question, yes_no_verdict
+from mmrag.generation.verification.reading import terms
+from mmrag.generation.verification.verifier import LexicalVerifier, NLIVerifier, load_verifier
 from tests.tiny_models import tiny_cross_encoder
 
 
@@ -130,7 +128,7 @@ def test_an_invented_clause_is_cut_and_the_supported_part_kept(attributor):
     checked = attributor.attribute(question, answered(raw, [NIGHT]))
     assert checked.attribution == "model"
     assert checked.text == "The Greywick Lantern Night was first held in 1981 in Greywick [1]."
-    assert supported_parts(question, raw.replace(" [1]", ""))[0].endswith("in the UK.")
+    assert supported_parts(question, raw.replace(" [1]", ""))[0].text.endswith("in the UK.")
 
 
 def test_a_sentence_about_the_right_thing_is_no_answer_to_another_question():
@@ -259,7 +257,9 @@ def test_numbers_written_as_words_count_as_numbers(attributor):
         question, answered("The Anchor Hotel has 16 windows [1].", [ANCHOR])
     )
     assert wrong.attribution == "extractive"  # the source's own sentence, which has the count
-    assert wrong.text.startswith("The upper floor of the Anchor Hotel") and "six" in wrong.text
+    # A caption is a noun phrase: it answers as a full sentence said of its photo.
+    assert wrong.text.startswith("The photo shows the upper floor of the Anchor Hotel")
+    assert "six" in wrong.text
 
 
 # Colours, shapes and materials are facts: the cases a user met on the sample corpus, where
@@ -306,13 +306,14 @@ CHAPEL = Src(
             "Does the Salt Hollow Lighthouse have red stripes?",
             "Yes, the Salt Hollow Lighthouse has red stripes [1].",
             LIGHTHOUSE_BANDS,
-            "No, the Salt Hollow Lighthouse, a white lighthouse painted with two black bands [1].",
+            "No, the photo shows the Salt Hollow Lighthouse, a white lighthouse painted with two "
+            "black bands [1].",
         ),
         (
             "Are there more than three ducks on the pond in Millbrook Green?",
             "No, there are not more than three ducks on the pond [1].",
             DUCKS,
-            "Yes, six ducks swimming on the pond in Millbrook Green [1].",
+            "Yes, the photo shows six ducks swimming on the pond in Millbrook Green [1].",
         ),
     ],
 )
@@ -380,7 +381,8 @@ def test_invented_attributes_and_answers_to_another_question_are_not_cited(
     checked = attributor.attribute(question, answered(raw, [source]))
     assert checked.citations == [] or checked.attribution == "extractive"
     if checked.attribution == "extractive":  # only the source's own words, saying what was asked
-        assert checked.text.startswith(source.text.rstrip("."))
+        said = checked.text.removeprefix("The photo shows ").lower()  # a caption, of its photo
+        assert said.startswith(source.text.rstrip(".").lower())
     else:
         assert checked.abstained
 

@@ -17,7 +17,8 @@ from PIL import Image
 
 from mmrag.generation import AnswerWriter, GenerationError, LMJudge, load_engine
 from mmrag.generation.prompts import image_part
-from mmrag.generation.verification.attribution import Attributor, LexicalVerifier
+from mmrag.generation.verification.attribution import Attributor
+from mmrag.generation.verification.verifier import LexicalVerifier
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"

@@ -274,7 +274,8 @@ def test_a_tiny_vlm_in_process_judges_from_the_pixels(tmp_path: Path) -> None:
 
     from mmrag.generation import LMJudge, load_engine
     from mmrag.generation.prompts import support_messages
-    from mmrag.generation.verification.attribution import Attributor, LexicalVerifier
+    from mmrag.generation.verification.attribution import Attributor
+    from mmrag.generation.verification.verifier import LexicalVerifier
     from tests.test_generation_transformers import byte_tokenizer, save_llava
 
     tokenizer = byte_tokenizer()

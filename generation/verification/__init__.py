@@ -1,6 +1,9 @@
 """Checking an answer against its sources: does each cited source support the claim citing it?
 
-`attribution` keeps what a source supports and declines what none does; `lexicon` and
-`questions` read what a sentence asserts and what a question asks, for the offline lexical
-verifier; `visual` asks a judge that sees an image source's pixels.
+One concept a module: `reading` reads a text once (spaCy: sentences, lemmas, parts of speech,
+noun phrases, entities, numbers, negations, superlatives); `questions` says what a question
+asks; `attributes` which colour a sentence gives which thing; `grounding` finds what a claim
+says that its sources do not; `verifier` scores a source's support for a claim (lexical or
+NLI); `extraction` finds the source's own sentence that answers; `attribution` is the policy
+that keeps, cuts, replaces or declines.
 """

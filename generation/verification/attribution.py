@@ -30,207 +30,22 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import replace
-from pathlib import Path
-from typing import Annotated, Literal, NamedTuple, Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, NamedTuple, Protocol
 
-import numpy as np
-from pydantic import AfterValidator
-
-from mmrag.generation.citations import cite_sentence, first_sentence, strip_markers
-from mmrag.generation.errors import GenerationError
-from mmrag.generation.types import Answer, Citation, JudgedBy, SourceLike
-from mmrag.generation.verification.lexicon import (
-    NUMBER_WORDS,
-    STOPWORDS,
-    Terms,
-    attribute,
-    sentence_spans,
-    sentences,
-    terms,
-    with_synonyms,
-)
-from mmrag.generation.verification.questions import (
-    Verdict,
-    answers_the_question,
-    asked_attribute,
-    asks_yes_no,
-    claimed_of_subject,
-    gives_what_is_asked,
-    polarity,
-    relation,
-    said_of_subject,
-    yes_no_verdict,
-)
+from mmrag.generation.citations import cite_sentence, strip_markers
+from mmrag.generation.types import Answer, Citation, Cut, JudgedBy, SourceLike
+from mmrag.generation.verification.extraction import extract
+from mmrag.generation.verification.grounding import Gap
+from mmrag.generation.verification.questions import gives_what_is_asked, relation, with_synonyms
+from mmrag.generation.verification.reading import read, sentence_spans, terms
+from mmrag.generation.verification.verifier import SUPPORTED, Verifier, evidence_text
 
 DECLINE = "The indexed sources do not answer this question."
 UNANSWERED = frozenset({"declined", "unsupported"})  # attributions of an answer no source backs
-SUPPORTED = 0.5  # a verifier's score from which a source supports a claim
-TIE_SIMILARITY = 0.6  # partial term overlap: supported if the sentences are this similar
-
-Embed = Callable[[list[str]], np.ndarray]  # texts -> L2-normalised rows (e.g. MiniLM)
-
-
-def evidence_text(source: SourceLike) -> str:
-    """All a source says: its title, its caption or snippet, and any text read in its image."""
-    parts = [source.title, source.text, getattr(source, "ocr_text", None) or ""]
-    return ". ".join(part.rstrip(". ") for part in parts if part)
-
-
-class Verifier(Protocol):
-    name: str
-    # A score from which the text alone settles support, whatever an image shows; below it a
-    # judge that sees the image decides for an image source.
-    certain: float
-
-    def support(self, question: str, claim: str, evidence: Sequence[str]) -> float:
-        """How surely the evidence (texts read together) supports the claim, in [0, 1]."""
-        ...
-
-
-class LexicalVerifier:
-    """The offline default: what the claim says must be in the evidence.
-
-    Every number, name, colour, shape and material of the claim must be found, those it
-    repeats from the question too (a wrong number is an invented fact however similar the
-    sentences are, and a snippet that never names the 1998 World Cup supports no claim about
-    it), and something of what it adds to the question. Then the share of its content words
-    found decides: all of them, it is supported; some, the most similar evidence sentence
-    decides (`embed`, e.g. MiniLM; without it, partial is not enough), but only for a claim
-    that adds something to the question. So a source with the right number about the wrong
-    thing ("12", a house number in Dunmore, for the height of Dunmore's lighthouse) supports
-    nothing. A yes/no answer must agree with the source's `yes_no_verdict`; one the sources
-    give none for is supported only as a "yes" whose every word they hold.
-    """
-
-    name = "lexical"
-    certain = 1.0  # every word of the claim found; below, a similar sentence broke a tie
-
-    def __init__(self, embed: Embed | None = None) -> None:
-        self.embed = embed
-
-    def support(self, question: str, claim: str, evidence: Sequence[str]) -> float:
-        text = " ".join(evidence)
-        found = with_synonyms(terms(text).words)
-        asked, said = terms(question), terms(claim)
-        new = said.words - asked.words
-        if said.key - found:  # a fact the evidence lacks: not about this, or invented
-            return 0.0
-        if len(evidence) > 1 and not _facts_belong(said, asked, evidence):
-            return 0.0
-        if (said.words & relation(question)) - found:  # asserts what was asked, unsaid
-            return 0.0
-        if new and not new & found:
-            return 0.0
-        if asks_yes_no(question):
-            verdict = source_verdict(question, evidence)
-            if verdict != polarity(claim) and (
-                verdict or polarity(claim) == "no" or asked.attributes | asked.numbers
-            ):
-                return 0.0
-        kind = asked_attribute(question)
-        if kind:  # the colour it gives the thing asked about, not another part's
-            claimed = claimed_of_subject(question, claim, kind)
-            if claimed - asked.attributes - _given_to_subject(question, evidence, kind):
-                return 0.0
-        wanted = said.words or asked.words
-        if not wanted:
-            return 0.0
-        coverage = len(wanted & found) / len(wanted)
-        if coverage == 1.0 or self.embed is None or not new:
-            return float(coverage == 1.0)
-        candidates = sentences(text) or [text]
-        vectors = self.embed([claim, *candidates])
-        similarity = float(np.max(vectors[1:] @ vectors[0]))
-        return similarity if similarity >= TIE_SIMILARITY else min(similarity, SUPPORTED - 0.01)
-
-
-def _given_to_subject(question: str, evidence: Sequence[str], kind: str) -> set[str]:
-    texts = [sentence for text in evidence for sentence in sentences(text)]
-    return set().union(*(said_of_subject(question, sentence, kind) for sentence in texts))
-
-
-def source_verdict(question: str, evidence: Sequence[str]) -> Verdict | None:
-    """The first verdict an evidence sentence gives on a yes/no question, in evidence order."""
-    verdicts = (yes_no_verdict(question, s) for text in evidence for s in sentences(text))
-    return next(filter(None, verdicts), None)
-
-
-def _facts_belong(said: Terms, asked: Terms, evidence: Sequence[str]) -> bool:
-    """Read together, several sources can hold every fact of a claim that none of them makes:
-    a lighthouse photo and a snippet giving Kilimanjaro's 5,895 metres "support" a lighthouse
-    5,895 metres tall. So each fact the claim adds must stand in a sentence that also names
-    what the question is about (its names; its words, when it names nothing)."""
-    about = asked.names or asked.words
-    sentences_terms = [terms(s).words for text in evidence for s in sentences(text)]
-    return all(
-        any(fact in words and words & (about - {fact}) for words in sentences_terms)
-        for fact in said.key - asked.words
-    )
-
-
-class NLIVerifier:
-    """A sequence-classification model by hub name or path: an NLI model (P(entailment), the
-    label whose name says so) or a one-logit cross-encoder (sigmoid), premise = the evidence."""
-
-    def __init__(self, name_or_path: str, *, device: str | None = None) -> None:
-        try:
-            import torch
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        except ImportError:
-            raise GenerationError("the nli verifier needs transformers and torch") from None
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-            self.model = AutoModelForSequenceClassification.from_pretrained(name_or_path)
-        except (OSError, ValueError) as exc:
-            hint = "" if Path(name_or_path).exists() else " (pass a local directory when offline)"
-            raise GenerationError(f"cannot load verifier {name_or_path!r}{hint}: {exc}") from None
-        self.torch = torch
-        self.model.to(device or "cpu").eval()
-        labels = {index: str(label).lower() for index, label in self.model.config.id2label.items()}
-        entail = [index for index, label in labels.items() if "entail" in label]
-        if self.model.config.num_labels > 1 and not entail:
-            raise GenerationError(
-                f"verifier {name_or_path!r} has no entailment label (labels: "
-                f"{', '.join(labels.values())}); use an NLI or a one-logit cross-encoder model"
-            )
-        self.entailment = entail[0] if entail else None
-        self.name = f"nli:{name_or_path}"
-        self.certain = SUPPORTED  # its score is a probability of entailment
-
-    def support(self, question: str, claim: str, evidence: Sequence[str]) -> float:
-        torch = self.torch
-        batch = self.tokenizer(
-            " ".join(evidence), claim, truncation=True, max_length=512, return_tensors="pt"
-        ).to(self.model.device)
-        with torch.inference_mode():
-            logits = self.model(**batch).logits[0].float()
-        if self.entailment is None:
-            return float(torch.sigmoid(logits[0]))
-        return float(torch.softmax(logits, dim=-1)[self.entailment])
-
-
-def _known_verifier(spec: str) -> str:
-    if spec == "lexical" or (spec.startswith("nli:") and spec[4:].strip()):
-        return spec
-    raise ValueError(f"unknown verifier {spec!r}; use lexical or nli:NAME_OR_PATH")
-
-
-VerifierChoice = Annotated[str, AfterValidator(_known_verifier)]
 # auto: decline what no source supports; never: keep it, uncited (every question answerable).
 AbstainPolicy = Literal["auto", "never"]
-
-
-def load_verifier(spec: str, *, embed: Embed | None = None, device: str | None = None):
-    """`lexical` (the offline default) or `nli:NAME_OR_PATH`."""
-    try:
-        _known_verifier(spec)
-    except ValueError as exc:
-        raise GenerationError(str(exc)) from None
-    if spec == "lexical":
-        return LexicalVerifier(embed)
-    return NLIVerifier(spec.removeprefix("nli:"), device=device)
 
 
 class CitationScores(NamedTuple):
@@ -292,12 +107,14 @@ class Attributor:
         return self.text_support(question, claim, sources) >= self.threshold
 
     def attribute(self, question: str, answer: Answer, *, abstain: bool = True) -> Answer:
-        """The answer with only supported citations, or replaced or declined as the module
-        docstring says; a failed generation is returned as it is."""
+        """The answer with only supported citations, or cut, replaced or declined as the
+        module docstring says; a failed generation is returned as it is."""
         if answer.generation_error or not answer.text:
             return answer
         sources = list(answer.sources)
-        for claim in supported_parts(question, answer.text_without_markers):
+        said = answer.text_without_markers
+        for part in supported_parts(question, said, self._gaps(question, said, sources)):
+            claim = part.text
 
             @functools.cache  # by marker: a judge that sees is asked once per claim
             def judge(marker: int, claim: str = claim) -> Judgement:
@@ -306,26 +123,36 @@ class Attributor:
             markers = [c.marker for c in answer.citations]
             kept = [n for n in markers if judge(n).supported]
             if kept:
-                return self._cited(answer, claim, [_judged(sources, n, judge(n)) for n in kept])
+                cited = [_judged(sources, n, judge(n)) for n in kept]
+                return self._cited(answer, claim, cited, "model", part.cut)
             if len(markers) > 1:  # a comparison needs both of its sources
                 joint = self._joint(question, claim, sources, markers)
                 if joint is not None:
-                    return self._cited(answer, claim, joint, "model")
+                    return self._cited(answer, claim, joint, "model", part.cut)
             backing = [n for n in range(1, len(sources) + 1) if judge(n).supported]
             if backing:
                 citations = [_judged(sources, n, judge(n)) for n in backing[:2]]
-                return self._cited(answer, claim, citations, "verified")
+                return self._cited(answer, claim, citations, "verified", part.cut)
             if len(sources) > 1:
                 everything = range(1, len(sources) + 1)
                 joint = self._joint(question, claim, sources, everything)
                 if joint is not None:
-                    return self._cited(answer, claim, joint[:2], "verified")
-        extracted = self._extract(question, sources)
+                    return self._cited(answer, claim, joint[:2], "verified", part.cut)
+        replaced = [Cut(said, _unsupported(self._gaps(question, said, sources)))]
+        extracted = extract(question, sources)
         if extracted is not None:
             sentence, number = extracted
             citation = _judged(sources, number, None)
-            return self._cited(answer, sentence, [citation], "extractive")
-        return self.unanswered(answer, abstain=abstain)
+            return self._cited(answer, sentence, [citation], "extractive", replaced)
+        return replace(self.unanswered(answer, abstain=abstain), cut=replaced if abstain else [])
+
+    def _gaps(self, question: str, claim: str, sources: Sequence[SourceLike]) -> list[Gap]:
+        """What the claim says that none of the sources does, read together; [] for a
+        verifier that does not ground words (an NLI model)."""
+        grounder = getattr(self.verifier, "grounder", None)
+        if grounder is None:
+            return []
+        return grounder.gaps(claim, [evidence_text(s) for s in sources], question)
 
     def _joint(
         self, question: str, claim: str, sources: Sequence[SourceLike], markers: Sequence[int]
@@ -349,22 +176,16 @@ class Attributor:
             )
         return self._cited(answer, answer.text_without_markers, [], "unsupported")
 
-    def _extract(self, question: str, sources: Sequence[SourceLike]) -> tuple[str, int] | None:
-        """The first source sentence, in source order, that answers the question; for a
-        yes/no question, the first that gives a verdict, after it ("No, the purple sign ...")."""
-        yes_no = asks_yes_no(question)
-        for number, source in enumerate(sources, 1):
-            for sentence in _sentences_title_last(source):
-                if yes_no and (verdict := yes_no_verdict(question, sentence)):
-                    said = _lower_article(first_sentence(sentence))
-                    return f"{verdict.capitalize()}, {said}", number
-                if not yes_no and answers_the_question(question, sentence):
-                    return first_sentence(sentence), number
-        return None
-
     @staticmethod
-    def _cited(answer: Answer, claim: str, citations: list[Citation], how: str = "model") -> Answer:
-        """The claim, cited; each cited text source with the sentence that supports it."""
+    def _cited(
+        answer: Answer,
+        claim: str,
+        citations: list[Citation],
+        how: str = "model",
+        cut: Sequence[Cut] = (),
+    ) -> Answer:
+        """The claim, cited; each cited text source with the sentence that supports it; `cut`,
+        what was left out of the model's sentence."""
         text = cite_sentence(claim, [c.marker for c in citations])
         spans = [
             replace(c, span=support_span(claim, answer.sources[c.marker - 1].text))
@@ -378,6 +199,7 @@ class Attributor:
             text_without_markers=strip_markers(text),
             citations=spans,
             attribution=how,
+            cut=list(cut),
         )
 
     def citation_scores(
@@ -409,42 +231,117 @@ def support_span(claim: str, text: str) -> tuple[int, int] | None:
     return found
 
 
-def supported_parts(question: str, claim: str) -> list[str]:
-    """The claim, then its shorter versions cut at clause boundaries, longest first, each kept
-    if it answers: states the question's `relation` (a word of it at least: "France won the
-    1998 World Cup" answers the "football world cup" question), gives what the question asks
-    for and says something beyond the question. Small models tack invented clauses onto a right
-    answer ("... first held in 1981 in Greywick, a town in the UK"), and the part before the
-    invention is worth keeping."""
+@dataclass(frozen=True)
+class Part:
+    """A version of the model's sentence, and what was cut from it to make it."""
+
+    text: str
+    cut: tuple[Cut, ...] = ()
+
+
+# Where a modifier or clause hangs that can go without breaking the sentence: "a local
+# brewer" (appos), "which is the largest …" (relcl), "making it …" (advcl), "and largest"
+# (conj), "in the city" (prep), "classic" (amod).
+_DETACHABLE = frozenset(
+    {"amod", "advmod", "appos", "relcl", "acl", "advcl", "conj", "prep", "npadvmod", "compound"}
+)
+REPEAT_WORDS = 3  # "by Ivo Brannock, a local brewer, in 1888" said twice in a row
+
+
+def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list[Part]:
+    """The claim, then shorter versions, longest first: said once where the model repeated
+    itself, without the modifiers and clauses that hold words no source says (`gaps`), and cut
+    at clause boundaries. Each is kept if it is a full sentence (a finite verb) that answers:
+    states the question's `relation` (a word of it at least: "France won the 1998 World Cup"
+    answers the "football world cup" question), gives what the question asks for and says
+    something beyond the question. Small models tack invented clauses and praise onto a right
+    answer ("... first held in 1981 in Greywick, a town in the UK", "a classic example of"),
+    and what remains without them is worth keeping."""
     asked, wanted = terms(question).words, relation(question)
 
     def answers(part: str) -> bool:
         states = not wanted or bool(wanted & with_synonyms(terms(part).words))
-        return states and gives_what_is_asked(question, part)
+        return states and read(part).finite() and gives_what_is_asked(question, part)
 
-    body = claim.rstrip(".!? ")
+    whole = _said_once(claim)
+    versions = [whole, *_without_gaps(whole, gaps)] if gaps else [whole]
+    body = whole.text.rstrip(".!? ")
     cuts = [m.start() for m in re.finditer(r",\s|;| - | (?:while|and|but|which|who) ", body)]
-    shorter = [body[:cut].rstrip(" ,;") + "." for cut in reversed(cuts)]
-    return [claim] * answers(claim) + [p for p in shorter if terms(p).words - asked and answers(p)]
+    for cut in reversed(cuts):
+        rest = body[cut:].strip(" ,;-")
+        held = [gap.reason for gap in gaps if gap.text in rest]
+        reason = "; ".join(held) or "its source does not support it"
+        versions.append(Part(body[:cut].rstrip(" ,;") + ".", (*whole.cut, Cut(rest, reason))))
+    kept = [whole] * answers(whole.text)
+    kept += [v for v in versions[1:] if terms(v.text).words - asked and answers(v.text)]
+    return list({part.text: part for part in kept}.values())
 
 
-def _sentences_title_last(source: SourceLike) -> list[str]:
-    """A source's sentences to answer from: its caption or snippet says more than its title
-    ("Blue Door of the Harbor Inn"), which comes last. Text read in an image is cut at its
-    lines, where a sign's text breaks: read as one sentence, a page of it with no full stop
-    was "extracted" whole as an 80 KB answer."""
-    read = getattr(source, "ocr_text", None) or ""
-    lines = [line.text for line in getattr(source, "ocr", ())] or [read]
-    said = [source.text, *lines, source.title]
-    return [sentence for part in said if part for sentence in sentences(part)]
+def _said_once(claim: str) -> Part:
+    """The claim with a run of words it repeats at once said once."""
+    words = [w for w in read(claim).words if w.text[0].isalnum()]
+    lowers = [w.text.lower() for w in words]
+    for size in range(len(lowers) // 2, REPEAT_WORDS - 1, -1):
+        for at in range(len(lowers) - 2 * size + 1):
+            if lowers[at : at + size] == lowers[at + size : at + 2 * size]:
+                start, end = words[at + size].start, words[at + 2 * size - 1].end
+                text = _tidy(claim[:start] + claim[end:])
+                return Part(text, (Cut(claim[start:end], "said twice"),))
+    return Part(claim)
 
 
-def _lower_article(sentence: str) -> str:
-    """To follow "Yes, ": "The sign ..." -> "the sign ...", "Six ducks" -> "six ducks";
-    names keep their capitals."""
-    first, _, rest = sentence.partition(" ")
-    plain = first.lower() in STOPWORDS or first.lower() in NUMBER_WORDS or attribute(first.lower())
-    return f"{first.lower()} {rest}" if plain else sentence
+def _without_gaps(whole: Part, gaps: Sequence[Gap]) -> list[Part]:
+    """The claim without each piece that holds a gap (the smallest detachable phrase around
+    it), and without all of them."""
+    reading = read(whole.text)
+    pieces: dict[tuple[int, int], list[str]] = {}
+    for gap in gaps:
+        at = next((w.i for w in reading.words if w.start == gap.start), None)
+        if at is None:
+            continue
+        for node in [at, *reading.ancestors(at)]:
+            word = reading.words[node]
+            if word.dep in _DETACHABLE and word.head != word.i:
+                below = reading.subtree(node)
+                span = (below[0].start, below[-1].end)
+                if word.dep == "conj":  # "deepest and largest": the "and" goes too
+                    joins = [c for c in reading.children(word.head) if c.dep == "cc"]
+                    span = (min([span[0], *(c.start for c in joins)]), span[1])
+                pieces.setdefault(span, []).append(gap.reason)
+                break
+    found = []
+    for span, reasons in pieces.items():
+        cut = Cut(whole.text[span[0] : span[1]], "; ".join(dict.fromkeys(reasons)))
+        found.append((span, cut))
+    versions = [Part(_tidy(_removed(whole.text, [span])), (*whole.cut, cut)) for span, cut in found]
+    if len(found) > 1:
+        spans = [span for span, _ in found]
+        versions.append(
+            Part(_tidy(_removed(whole.text, spans)), (*whole.cut, *(c for _, c in found)))
+        )
+    return sorted(versions, key=lambda part: -len(part.text))
+
+
+def _removed(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + text[end:]
+    return text
+
+
+def _tidy(text: str) -> str:
+    """Spaces and commas as they stand once words are taken out."""
+    text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split()))
+    text = re.sub(r",(\s*[,.;:!?])", r"\1", text)
+    text = re.sub(r"\b(a|an|the)\s+(?=[,.;:!?]|$)", "", text)
+    return text.strip(" ,")
+
+
+def _unsupported(gaps: Sequence[Gap]) -> str:
+    """Why the model's sentence was not kept."""
+    if not gaps:
+        return "no given source supports it as an answer"
+    said = ", ".join(dict.fromkeys(f"'{gap.text}'" for gap in gaps))
+    return f"no given source says {said}"
 
 
 def _judged(sources: Sequence[SourceLike], marker: int, judged: Judgement | None) -> Citation:

