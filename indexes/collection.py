@@ -36,6 +36,7 @@ from mmrag.indexes.manifest import (
     write_manifest,
 )
 from mmrag.indexes.ocr.build import OcrOptions, build_ocr
+from mmrag.indexes.outputs import Output, check_output_path
 from mmrag.indexes.sources import Modality, Source
 from mmrag.indexes.store import STORE_DIR, SourceStore, SourceStoreWriter
 
@@ -97,18 +98,16 @@ def _image_config(images: Path | None, corpora: Sequence[Path], out: Path) -> di
     return None
 
 
+INDEX = Output("an mmrag index", directory=True, ours=is_index)
+
+
 def check_output(out: Path, corpora: Sequence[Path], images: Path | None, *, force: bool) -> None:
     """Replace only an mmrag index (any version) or an empty directory, unless forced; and
     never a directory holding the build's own inputs, which the swap would delete."""
-    for path in [*corpora, *([images] if images else [])]:
-        if path.resolve().is_relative_to(out.resolve()):
-            raise InputError(f"--out {out} contains the input {path}; choose another directory")
-    if force or not os.path.lexists(out) or is_index(out):
-        return
-    if out.is_dir() and not any(out.iterdir()):
-        return
-    what = "a directory that is not an mmrag index" if out.is_dir() else "not a directory"
-    raise InputError(f"--out {out} is {what}; refusing to replace it (--force to overwrite it)")
+    inputs = [("--corpus", path) for path in corpora]
+    if images is not None:
+        inputs.append(("--images", images))
+    check_output_path(out, INDEX, inputs, force=force)
 
 
 def check_build_inputs(

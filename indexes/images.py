@@ -76,9 +76,13 @@ def read_image_file(path: Path, max_bytes: int) -> bytes:
         raise InputError(f"{where}: no such image file") from None
     except OSError as exc:
         raise InputError(f"{where}: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode  # before fdopen, which refuses a directory naming only its fd
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise InputError(
+            f"{where}: {'a directory' if stat.S_ISDIR(mode) else 'not a regular file'}"
+        )
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputError(f"{where}: not a regular file")
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise InputError(f"{where}: larger than the {max_bytes:,} bytes an upload may have")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import assert_one_line_error, run_mmrag
+from tests.helpers import MMRAG, REPO, assert_one_line_error, run_mmrag
 
 
 def test_build_prints_summary_and_search_prints_hits(tiny_webqa, tmp_path: Path):
@@ -131,3 +132,52 @@ def test_image_flags_read_only_regular_files_up_to_the_upload_limit(tmp_path: Pa
     ]
     for args, says in cases:
         assert_one_line_error(run_mmrag(*args), "--image", says)
+
+
+def test_undecodable_text_binary_configs_and_image_folders_are_one_line(tiny_webqa, tmp_path):
+    """Issue 30, finding 7: a question holding a byte that is not UTF-8 (`$'door \\xff inn'`)
+    was a 44-line traceback from the tokenizer, a binary `--config` a UnicodeDecodeError, and
+    `--image DIR` said "Is a directory: 3" without naming the path."""
+    from mmrag.indexes.collection import build_index
+
+    index = tmp_path / "index"
+    build_index([tiny_webqa["json"]], index)
+    question = os.fsdecode(b"door \xff inn")  # as the shell hands it over
+    for command in ("ask", "search"):
+        result = run_mmrag(command, question, "--index", str(index))
+        assert_one_line_error(result, "question: byte 0xff at character 5 is not UTF-8")
+    config = tmp_path / "mmrag.toml"
+    config.write_bytes(bytes(range(256)))
+    result = run_mmrag("search", "door", "--index", str(index), "--config", str(config))
+    assert_one_line_error(result, f"{config}: not a TOML text file", "0x80")
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    result = run_mmrag("ask", "What is it?", "--index", str(index), "--image", str(photos))
+    assert_one_line_error(result, f"--image {photos}: a directory")
+
+
+def test_chat_tells_a_mistyped_command_or_an_undecodable_line_and_goes_on(tiny_webqa, tmp_path):
+    """Issue 30, finding 7: `mmrag chat` answered an unknown `/command` as a question. A line
+    that is not UTF-8 fails alone too, in a UTF-8 locale whose decoder refuses such bytes."""
+    from mmrag.indexes.collection import build_index
+
+    index = tmp_path / "index"
+    build_index([tiny_webqa["json"]], index)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONIOENCODING": "utf-8:strict"}
+    lines = b"/frobnicate now\n" + b"door \xff inn\n" + b"/quit\n"
+    result = subprocess.run(
+        [*MMRAG, "chat", "--index", str(index)],
+        input=lines,
+        capture_output=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
+    stderr = result.stderr.decode()
+    assert result.returncode == 0 and "Traceback" not in stderr, stderr
+    errors_said = [line for line in stderr.splitlines() if line.startswith("mmrag: error:")]
+    assert len(errors_said) == 2, stderr
+    assert "no command /frobnicate" in errors_said[0]
+    assert "0xff" in errors_said[1] and "not UTF-8" in errors_said[1]
+    assert result.stdout.decode().replace(">", "").strip() == ""  # nothing was asked

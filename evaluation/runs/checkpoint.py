@@ -42,6 +42,7 @@ from mmrag.evaluation.runs.cluster import (
 from mmrag.indexes.atomic import atomic_write_text
 from mmrag.indexes.corpus.limits import JSONLimitError, loads
 from mmrag.indexes.journal import whole_lines
+from mmrag.indexes.outputs import Output, check_output_path
 
 if TYPE_CHECKING:
     from mmrag.core.settings import Settings
@@ -57,6 +58,45 @@ def sibling(out: Path, suffix: str) -> Path:
 
 def partial_path(out: Path) -> Path:
     return sibling(out, ".partial.jsonl")
+
+
+def report_path(out: Path) -> Path:
+    return sibling(out, ".report.md")
+
+
+REPORT_TITLE = "# mmrag eval run "  # how every report a run writes begins
+
+
+def _is_report(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(REPORT_TITLE)) == REPORT_TITLE.encode()
+    except OSError:
+        return False
+
+
+# A run's own earlier outputs, which it may replace: a prediction file is known by the report
+# a run writes beside it (the formats are the benchmarks' own, with no room for a mark).
+SUBMISSION = Output(
+    "a prediction file of an earlier `mmrag eval run` (whose OUT.report.md sits beside it)",
+    directory=False,
+    ours=lambda out: _is_report(report_path(out)),
+)
+REPORT = Output("a report of `mmrag eval run`", directory=False, ours=_is_report)
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """--out and its report replace only what an earlier run wrote (or anything with --force),
+    and never an input (--data, the images, --captions ...) whatever the flags."""
+    inputs = []
+    for name, value in vars(args).items():
+        for path in value if isinstance(value, list) else [value]:
+            if name != "out" and isinstance(path, Path):
+                inputs.append((f"--{name.replace('_', '-')}", path))
+    check_output_path(args.out, SUBMISSION, inputs, force=args.force)
+    check_output_path(
+        report_path(args.out), REPORT, inputs, force=args.force, option="--out's report"
+    )
 
 
 def _differences(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
@@ -339,6 +379,12 @@ class Answering:
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options every `eval run BENCH` takes."""
     parser.add_argument("--out", type=Path, required=True, help="prediction file to write")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out (and OUT.report.md) even if no earlier eval run wrote it; an input "
+        "is never replaced",
+    )
     parser.add_argument("--limit", type=int, help="only the first N questions of the split")
     parser.add_argument(
         "--resume", action="store_true", help="continue from OUT.partial.jsonl of the same run"
@@ -364,6 +410,7 @@ def check_limit(limit: int | None) -> None:
 
 def check_run_options(args: argparse.Namespace) -> None:
     """The options of `add_run_options` that argparse cannot refuse by itself."""
+    check_outputs(args)
     check_limit(args.limit)
     check_cluster_options(args)
     if args.concurrency < 1:

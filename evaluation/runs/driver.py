@@ -27,11 +27,14 @@ from typing import Any, Generic
 
 from mmrag.evaluation.errors import EvaluationError
 from mmrag.evaluation.runs.checkpoint import (
+    REPORT_TITLE,
     Answering,
     Checkpoint,
     add_run_options,
+    check_outputs,
     check_run_options,
     print_warnings,
+    report_path,
     sibling,
 )
 from mmrag.evaluation.runs.report import bar_chart, table, timing_table
@@ -121,6 +124,7 @@ def run(bench_type: type[Benchmark[Any]], args: argparse.Namespace) -> int:
         local = bench.local_runner(settings, questions.answer)
         ran = answering.run(questions.answer, bench.key, checkpoint, desc=label, local=local)
     records = {**checkpoint.records, **questions.unanswered}
+    check_outputs(args)  # again: a file may have appeared there while the questions ran
     checkpoint.finish(args.out, bench.submission(questions.written, records))
 
     scores = None
@@ -165,7 +169,7 @@ def write_report(bench: Benchmark[Item], info: RunInfo[Item], scores: Any | None
         )
     counts = bench.count_rows(info)
     sections = [
-        f"# mmrag eval run {bench.heading.format(**info.run)}",
+        f"{REPORT_TITLE}{bench.heading.format(**info.run)}",
         bench.comparability(info),
         "## Run",
         table(["", ""], _run_rows(bench, info)),
@@ -186,7 +190,7 @@ def write_report(bench: Benchmark[Item], info: RunInfo[Item], scores: Any | None
         sections += ["## Skipped: image missing", "\n".join(listed)]
     if scores is not None and scores.warnings:
         sections += ["## Scoring notes", "\n".join(f"- {w}" for w in scores.warnings)]
-    report = sibling(info.out, ".report.md")
+    report = report_path(info.out)
     atomic_write_text(report, "\n\n".join(sections) + "\n")
     return [report, *drawn]
 
