@@ -10,7 +10,7 @@ from mmrag.generation.citations import citation_format, cite, sentence_end
 from mmrag.generation.engines.base import Engine
 from mmrag.generation.errors import GenerationCancelled, GenerationError
 from mmrag.generation.prompts import answer_messages, without_source_labels
-from mmrag.generation.types import Answer, SourceLike
+from mmrag.generation.types import Answer, SourceLike, Usage
 
 
 class AnswerWriter:
@@ -59,7 +59,7 @@ class AnswerWriter:
         emit = on_token or (lambda _delta: None)
         started = time.perf_counter()
         messages = answer_messages(question, sources, images=self.images)
-        raw, first_token, error = "", None, None
+        raw, first_token, error, usage = "", None, None, Usage()
 
         def interrupted() -> bool:
             """Whether to stop; the reason, kept in `error`, is the one that stopped it."""
@@ -75,6 +75,7 @@ class AnswerWriter:
                 temperature=temperature,
                 constraint=constraint,
                 cancelled=None if interrupt is None else interrupted,
+                usage=usage,
             )
             with closing(deltas):
                 for delta in deltas:
@@ -107,4 +108,5 @@ class AnswerWriter:
             sources=sources,
             timings={"generate_s": generate, "first_token_s": first_token or generate},
             generation_error=error,
+            usage=usage,
         )

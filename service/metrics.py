@@ -6,9 +6,13 @@ never collide.
 
 from __future__ import annotations
 
+import collections
 import time
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -50,6 +54,12 @@ class Metrics:
             "answers returned without a generated sentence",
             registry=self.registry,
         )
+        self.dropped_streams = Counter(
+            "mmrag_dropped_streams",
+            "streamed answers whose client left before the end (not counted as answers)",
+            registry=self.registry,
+        )
+        self.registry.register(REFUSED)
 
     def observe_stages(self, timings: dict[str, float]) -> None:
         for stage in STAGES:
@@ -58,6 +68,32 @@ class Metrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class Refusals(Collector):
+    """Requests the HTTP protocol refuses before any app sees them (service/protocol.py): a
+    head too large (431), a head or body too slow (408), bytes that are not HTTP (400). The
+    protocol serves every app of its process, so they are counted per process, and each
+    app's registry reads the count (one app per process under `mmrag serve`)."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[int] = collections.Counter()
+
+    def add(self, status: int) -> None:
+        self.counts[status] += 1
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "mmrag_refused_requests",
+            "requests refused before routing: 400 unparsable, 408 too slow, 431 head too large",
+            labels=["status"],
+        )
+        for status, count in sorted(self.counts.items()):
+            family.add_metric([str(status)], count)
+        yield family
+
+
+REFUSED = Refusals()
 
 
 class MetricsMiddleware:

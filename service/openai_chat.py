@@ -5,8 +5,11 @@ protocol (the `openai` SDK, Open WebUI, LibreChat, agent frameworks) talks to `m
 unchanged. The answer is the message's content, its `[n]` markers included; what a RAG client
 also wants travels beside it, as search-grounded APIs return it: `citations`, `sources`, the
 resolved `question`, `attribution`, `abstained`, `generation_error` and `timings` (on the
-response, and on the last chunk of a stream). Fields a client sends that mmrag has no use for
-(`n`, `top_p`, `user`, tools ...) are ignored.
+response, and on the last chunk of a stream), and `usage` counts the generator's tokens as
+every OpenAI-compatible server does. Fields a client sends that mmrag has no use for (`n`,
+`top_p`, `user`, tools ...) are ignored; the messages an agent framework sends (tool results,
+an assistant's tool calls or refusal, a user message that is only an image) are read as the
+conversation they are.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from mmrag.generation.types import Usage
 from mmrag.service.schemas import (
     AnswerResponse,
     CitationOut,
@@ -49,21 +53,42 @@ class ImagePart(BaseModel):
     image_url: ImageURL
 
 
-ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+class RefusalPart(BaseModel):
+    """An assistant's refusal, as OpenAI's API returns it and clients send it back."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["refusal"]
+    refusal: Text
+
+
+ContentPart = Annotated[TextPart | ImagePart | RefusalPart, Field(discriminator="type")]
 
 
 class ChatMessage(BaseModel):
+    """One message. A `tool` message (a tool's result) and an assistant's `tool_calls` or
+    `refusal` are conversation like any other turn: what they say is context, never the
+    question."""
+
     model_config = ConfigDict(extra="ignore")
 
-    role: Literal["system", "developer", "user", "assistant"]
+    role: Literal["system", "developer", "user", "assistant", "tool"]
     content: Text | list[ContentPart] | None = None
+    refusal: Text | None = None
+    tool_calls: list[dict[str, Any]] | None = None
 
     def text(self) -> str:
-        if self.content is None:
-            return ""
         if isinstance(self.content, str):
-            return self.content
-        return "\n".join(part.text for part in self.content if isinstance(part, TextPart))
+            parts = [self.content]
+        else:
+            parts = [
+                part.text if isinstance(part, TextPart) else part.refusal
+                for part in self.content or []
+                if not isinstance(part, ImagePart)
+            ]
+        if self.refusal:
+            parts.append(self.refusal)
+        return "\n".join(parts)
 
     def image_urls(self) -> list[str]:
         if not isinstance(self.content, list):
@@ -71,19 +96,40 @@ class ChatMessage(BaseModel):
         return [part.image_url.url for part in self.content if isinstance(part, ImagePart)]
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    include_usage: JsonBool = Field(
+        False, description="a last chunk (no choices) carries the completion's `usage`"
+    )
+
+
 class ChatRequest(BaseModel):
-    """`messages`: the conversation, ending with the user's question; its latest image part
-    is the photo asked about. System and developer messages are read past: the service's own
-    instructions are fixed."""
+    """`messages`: the conversation, ending with the user's question (or with an agent's tool
+    round after it: its assistant `tool_calls` and their `tool` results); its latest image
+    part is the photo asked about. System and developer messages are read past: the
+    service's own instructions are fixed."""
 
     model_config = ConfigDict(extra="ignore")
 
     model: str = Field(description="an id from GET /v1/models")
     messages: list[ChatMessage] = Field(min_length=1)
     stream: JsonBool = False
-    max_tokens: Count | None = Field(None, description="at most the service's max_tokens")
+    stream_options: StreamOptions | None = None
+    max_tokens: Count | None = Field(
+        None,
+        description="the most tokens the model may write, up to the service's max_tokens; a "
+        "source sentence or decline that replaces an unsupported answer is not cut "
+        "(`max_tokens_note` then says so)",
+    )
     max_completion_tokens: Count | None = Field(None, description="as max_tokens")
     temperature: float | None = Field(None, ge=0, le=2)
+    sources_in_content: JsonBool = Field(
+        True,
+        description="append the cited sources to the content, after the answer, as footnotes "
+        "a plain-text client shows ('Sources:' then '[n] title — page or image URL'); false "
+        "for a client that renders the `citations` and `sources` fields itself",
+    )
 
 
 class ModelCard(BaseModel):
@@ -103,10 +149,32 @@ class AssistantMessage(BaseModel):
     content: str
 
 
+FinishReason = Literal["stop", "length"]
+
+
 class Choice(BaseModel):
     index: int = 0
     message: AssistantMessage
-    finish_reason: Literal["stop"] = "stop"
+    finish_reason: FinishReason = "stop"
+
+
+class CompletionUsage(BaseModel):
+    """The generator's tokens for this answer: the prompt it read (instructions, sources and
+    question in its chat template) and the tokens it wrote. Not counted: the judge's and a
+    follow-up rewrite's calls, and text the check put in place of the model's sentence."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+    @classmethod
+    def of(cls, usage: Usage) -> CompletionUsage:
+        total = usage.prompt_tokens + usage.completion_tokens
+        return cls(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            total_tokens=total,
+        )
 
 
 class Grounding(BaseModel):
@@ -119,10 +187,16 @@ class Grounding(BaseModel):
     abstained: bool = Field(description="true when no source supports an answer")
     generation_error: str | None = None
     timings: dict[str, float]
+    max_tokens_note: str | None = Field(
+        None,
+        description="set when the request's max_tokens does not bound the content: the "
+        "model's sentence was unsupported and a source sentence (or the decline) took its place",
+    )
 
     @classmethod
-    def of(cls, answered: AnswerResponse) -> dict[str, Any]:
-        return cls(**answered.model_dump(include=set(cls.model_fields))).model_dump()
+    def of(cls, answered: AnswerResponse, max_tokens_note: str | None) -> dict[str, Any]:
+        fields = answered.model_dump(include=set(cls.model_fields))
+        return cls(**fields, max_tokens_note=max_tokens_note).model_dump()
 
 
 class ChatCompletion(Grounding):
@@ -131,6 +205,7 @@ class ChatCompletion(Grounding):
     created: int
     model: str
     choices: list[Choice]
+    usage: CompletionUsage
 
 
 class Delta(BaseModel):
@@ -141,12 +216,13 @@ class Delta(BaseModel):
 class ChunkChoice(BaseModel):
     index: int = 0
     delta: Delta
-    finish_reason: Literal["stop"] | None = None
+    finish_reason: FinishReason | None = None
 
 
 class ChatCompletionChunk(BaseModel):
-    """A streamed piece; the last one (`finish_reason: "stop"`) also carries the grounding
-    fields of ChatCompletion."""
+    """A streamed piece; the one with a `finish_reason` also carries the grounding fields of
+    ChatCompletion. With `stream_options.include_usage`, every chunk has `usage`: null but
+    the last, which has no choices and the completion's usage, as OpenAI streams it."""
 
     id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"

@@ -5,7 +5,10 @@ piece by piece: a 200 MB header was read for 43 s while a neighbour's question w
 and neither parser times out a head or a body that arrives a byte at a time. Here the head
 (request line and headers) must fit in `max_head_bytes` and `max_headers` (else 431) and arrive
 within `head_timeout_s` of the connection or of the previous response; a body must arrive
-within `body_timeout_s` of its head (else 408). The app never sees such a request.
+within `body_timeout_s` of its head (else 408). Bytes the parser refuses (`Content-Length:
+-1`, Content-Length with Transfer-Encoding, a TLS handshake sent to plain HTTP) get a 400. The
+app never sees such a request; each refusal is in the API's error shape and counted in
+/metrics (`mmrag_refused_requests`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from mmrag.core.settings import Settings
+from mmrag.service.metrics import REFUSED
 
 # How long a refused client may go on sending what is then discarded.
 LINGER_S = 2.0
@@ -93,10 +97,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().on_header(name, value)
 
     def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to what its parser refuses, in plain text: here in JSON."""
         if self._too_many_headers:
             self._refuse(431, f"more than {self.limits.max_headers} request headers")
         else:
-            super().send_400_response(msg)
+            self._refuse(400, "invalid HTTP request: the request line or headers do not parse")
 
     def on_headers_complete(self) -> None:
         self._in_body = True
@@ -141,6 +146,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         would lose the reply. So the write side is shut and whatever else comes is discarded,
         for at most `LINGER_S`."""
         self.logger.warning("refused a request: %s", why)
+        REFUSED.add(status)
         body = json.dumps({"detail": why}).encode()
         head = [
             STATUS_LINE[status],

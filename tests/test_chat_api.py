@@ -11,17 +11,26 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import re
+import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import openai
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import sign_jpeg
 
 DOOR = "What color is the door of the Harbor Inn?"
 WINDOWS = "How many windows does it have on the upper floor?"
 BRIDGE = "Which river does the Kell Bridge cross?"
+LLM = str(Path(sys.executable).parent / "llm")  # Simon Willison's CLI, installed in the venv
+REPLACED = ("extractive", "declined")  # attributions of a sentence the model did not write
 
 
 @pytest.fixture(scope="module")
@@ -75,16 +84,51 @@ def test_the_model_list_names_the_index_and_an_answer_cites_its_source(client, m
 
 
 def test_a_streamed_answer_is_the_checked_answer_and_ends_with_its_grounding(client, model) -> None:
+    """The same content, footnotes included, and the same token counts as the completion:
+    with `stream_options.include_usage` a last chunk without choices carries the usage."""
     whole = ask(client, model, user(DOOR))
-    stream = client.chat.completions.create(model=model, messages=[user(DOOR)], stream=True)
+    stream = client.chat.completions.create(
+        model=model, messages=[user(DOOR)], stream=True, stream_options={"include_usage": True}
+    )
     chunks = [chunk.model_dump() for chunk in stream]
     assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
-    text = "".join(chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks)
+    text = "".join(chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks[:-1])
     assert text == whole["choices"][0]["message"]["content"]
-    last = chunks[-1]
-    assert last["choices"][0]["finish_reason"] == "stop"
-    assert last["citations"] == whole["citations"] and last["question"] == DOOR
+    grounded, counted = chunks[-2], chunks[-1]
+    assert grounded["choices"][0]["finish_reason"] == "stop"
+    assert grounded["citations"] == whole["citations"] and grounded["question"] == DOOR
     assert all(chunk["object"] == "chat.completion.chunk" for chunk in chunks)
+    assert counted["choices"] == [] and counted["usage"] == whole["usage"]
+    assert all(chunk["usage"] is None for chunk in chunks[:-1])
+    usage = whole["usage"]
+    assert usage["prompt_tokens"] > 50 and usage["completion_tokens"] > 0  # sources and answer
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+
+
+def footnoted(content: str) -> tuple[str, list[str]]:
+    """The answer and its footnote lines."""
+    answer, heading, block = content.partition("\n\nSources:\n")
+    assert heading, content
+    return answer, block.split("\n")
+
+
+def test_plain_text_clients_see_the_cited_sources_after_the_answer(server, client, model) -> None:
+    """Issue 32: a client that shows the content alone shows each cited source's marker,
+    title and page; `sources_in_content: false` (for clients that render `citations`) leaves
+    the answer alone."""
+    completion = ask(client, model, user(DOOR))
+    answer, footnotes = footnoted(completion["choices"][0]["message"]["content"])
+    by_id = {source["source_id"]: source for source in completion["sources"]}
+    cited = sorted({(c["marker"], c["source_id"]) for c in completion["citations"]})
+    assert cited and len(footnotes) == len(cited)
+    for line, (marker, source_id) in zip(footnotes, cited, strict=True):
+        source = by_id[source_id]
+        link = source["url"] or f"{server}{source['image_url']}"
+        assert line == f"[{marker}] {source['title']} — {link}", line
+        assert f"[{marker}]" in answer
+    assert any("Harbor Inn" in line for line in footnotes), footnotes
+    bare = ask(client, model, user(DOOR), extra_body={"sources_in_content": False})
+    assert bare["choices"][0]["message"]["content"] == answer
 
 
 def test_a_follow_up_is_answered_from_the_source_the_conversation_is_about(client, model) -> None:
@@ -124,9 +168,69 @@ def test_an_image_part_is_the_photo_asked_about_and_stays_in_the_conversation(
     assert later["sources"][0]["source_id"] == upload["source_id"]  # the same photo, [1]
 
 
+def test_an_agent_frameworks_messages_are_read_as_the_conversation(client, model) -> None:
+    """Issue 30, finding 6: a tool round (an assistant's `tool_calls`, the `tool` result), an
+    assistant's refusal, an image sent alone and base64 wrapped at 76 columns (the `base64`
+    tool's default) were each a 400. They are conversation now: the question is still the
+    user's, a tool's result and a refusal are context, and a photo sent after its question is
+    the photo that question asks about."""
+    lookup = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "search", "arguments": '{"q": "Harbor Inn"}'},
+    }
+    agent = [
+        {"role": "system", "content": "You are a helpful agent."},
+        user(DOOR),
+        {"role": "assistant", "content": None, "tool_calls": [lookup]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "The Harbor Inn is on the quay."},
+        {"role": "assistant", "content": [{"type": "refusal", "refusal": "I cannot browse."}]},
+        {"role": "assistant", "content": None, "refusal": "I cannot say more."},
+        user(BRIDGE),
+        {"role": "assistant", "content": None, "tool_calls": [lookup]},
+        {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "ok"}]},
+    ]
+    answered = ask(client, model, *agent)
+    assert answered["question"] == BRIDGE  # the user's, not the tool's
+    assert any("Kell Bridge" in text for text in cited_texts(answered)), answered
+
+    encoded = base64.b64encode(sign_jpeg("FRESH BREAD", "OPEN 8 TO 6")).decode()
+    wrapped = "\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
+    image = {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{wrapped}"}}
+    asked = ask(client, model, user("What does the sign say?"), user([image]))
+    assert asked["question"] == "What does the sign say?"
+    [upload] = [s for s in asked["sources"] if s["source_id"].startswith("upload-")]
+    assert "FRESH" in upload["ocr_text"]
+    alone = ask(client, model, user([image]))
+    assert alone["question"] == "What does this image show?"
+    assert alone["sources"][0]["source_id"].startswith("upload-")
+
+
+def test_max_tokens_bounds_the_models_tokens_and_says_when_the_content_is_not_its(
+    client, model
+) -> None:
+    """Issue 30, finding 8: `max_tokens: 1` returned a 24-word sentence without a word why.
+    The model writes at most max_tokens (usage says so); a sentence it did not write (the
+    source's sentence, or the decline, in place of its unsupported one) is not cut, and
+    `max_tokens_note` says so; the model's own sentence cut short ends with "length"."""
+    completion = ask(client, model, user(DOOR), max_tokens=1)
+    assert completion["usage"]["completion_tokens"] <= 1
+    choice = completion["choices"][0]
+    if completion["attribution"] in REPLACED:
+        note = completion["max_tokens_note"]
+        assert note and "max_tokens 1" in note and "\n" not in note, completion
+        assert choice["finish_reason"] == "stop"
+    else:
+        assert completion["max_tokens_note"] is None and choice["finish_reason"] == "length"
+    roomy = ask(client, model, user(DOOR), max_tokens=64)
+    assert roomy["choices"][0]["finish_reason"] == "stop"  # one sentence, well within
+    assert (roomy["max_tokens_note"] is None) == (roomy["attribution"] not in REPLACED)
+
+
 BAD = {
     "no user turn": ({"messages": [assistant("Hello.")]}, 400, "the last message"),
-    "a wrong role": ({"messages": [{"role": "tool", "content": "x"}]}, 400, "role"),
+    "a wrong role": ({"messages": [{"role": "robot", "content": "x"}]}, 400, "role"),
+    "nobody asks": ({"messages": [{"role": "tool", "content": "42"}]}, 400, "the last message"),
     "thousands of turns": (
         {"messages": [user("Hi?"), assistant("Hello.")] * 1500 + [user(DOOR)]},
         400,
@@ -208,13 +312,73 @@ def test_bad_conversations_get_openai_errors_of_one_line_and_fail_alone(
     )
 
 
-def test_a_dropped_stream_frees_the_engine_and_is_counted(server: str, client, model) -> None:
+def counted(server: str, name: str) -> float:
+    """The sum of a metric's samples in /metrics (all its labels)."""
+    text = httpx.get(f"{server}/metrics", timeout=10).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name
+    )
+
+
+def test_a_dropped_stream_frees_the_engine_and_is_counted_as_dropped_not_answered(
+    server: str, client, model
+) -> None:
+    """Issue 30, finding 10: 30 streams whose clients left were counted as 30 `verified`
+    answers. An answer is counted once its client has it; a stream left is counted as one."""
+    answers, dropped = (
+        counted(server, "mmrag_answers_total"),
+        counted(server, "mmrag_dropped_streams_total"),
+    )
     body = {"model": model, "messages": [user(DOOR)], "stream": True}
     with httpx.stream("POST", f"{server}/v1/chat/completions", json=body, timeout=60) as reply:
         first = next(reply.iter_lines())
         assert json.loads(first.removeprefix("data: "))["choices"][0]["delta"]["role"]
-    # The client left after the first chunk; the next question is answered.
+    deadline = time.monotonic() + 60
+    while counted(server, "mmrag_dropped_streams_total") == dropped:
+        assert time.monotonic() < deadline, "the dropped stream was never counted"
+        time.sleep(0.1)
+    assert counted(server, "mmrag_answers_total") == answers
+    # The client left after the first chunk; the next question is answered, and counted.
     assert "[1]" in ask(client, model, user(DOOR))["choices"][0]["message"]["content"]
+    assert counted(server, "mmrag_answers_total") == answers + 1
     metrics = httpx.get(f"{server}/metrics", timeout=10).text
     assert 'route="/v1/chat/completions",status="200"' in metrics
     assert 'status="500"' not in metrics
+
+
+def test_the_llm_cli_prints_a_cited_answer_with_its_sources_and_follows_up(
+    server: str, model: str, tmp_path: Path
+) -> None:
+    """Issue 30, finding 5: Simon Willison's `llm` failed with `--no-stream` ("'NoneType'
+    object has no attribute 'model_dump'": no `usage`) and logged no tokens. Issue 32: its
+    user saw bare markers. Configured for the served model as `llm` documents it for an
+    OpenAI-compatible server, it prints the cited answer with its sources listed, follows up
+    with `-c` (streamed, as `llm` streams by default), and logs the generator's tokens."""
+    home = tmp_path / "llm-home"
+    home.mkdir()
+    (home / "extra-openai-models.yaml").write_text(
+        f"- model_id: mmrag\n  model_name: {model}\n  api_base: {server}/v1\n"
+    )
+    env = {**os.environ, "LLM_USER_PATH": str(home)}
+    env.pop("OPENAI_API_KEY", None)
+
+    def llm(*args: str) -> str:
+        done = subprocess.run(
+            [LLM, *args], env=env, capture_output=True, text=True, timeout=180, check=False
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        return done.stdout.strip()
+
+    answer, footnotes = footnoted(llm("-m", "mmrag", "--no-stream", DOOR))
+    assert "[1]" in answer and "blue" in answer.lower(), answer
+    assert any(line.startswith("[1] ") and "Harbor Inn" in line for line in footnotes), footnotes
+    follow_up, more = footnoted(llm("-c", WINDOWS))
+    assert re.search(r"\[\d\]", follow_up) and more, (follow_up, more)
+    for line in more:
+        assert re.match(r"\[\d+\] \S.* — https?://", line), line
+    logged = json.loads(llm("logs", "-n", "2", "--json"))
+    assert len(logged) == 2
+    assert all(entry["input_tokens"] > 0 and entry["output_tokens"] > 0 for entry in logged)

@@ -109,6 +109,15 @@ def test_unknown_ids_and_path_tricks_are_404(client: TestClient, path: str):
     assert "root:" not in response.text and response.headers["content-type"] == "application/json"
 
 
+def test_a_long_unknown_id_is_not_sent_back_whole(client: TestClient):
+    """Issue 30, finding 9: a 404 for `/v1/sources/<5,000 digits>` echoed all 5,000."""
+    for path in ("/v1/sources/{}", "/v1/sources/{}/image"):
+        response = client.get(path.format("7" * 5000))
+        detail = response.json()["detail"]
+        assert response.status_code == 404 and len(detail) < 200, detail
+        assert "5,000 characters" in detail
+
+
 def test_a_text_source_has_no_image(client: TestClient, sample_questions):
     snippet = next(q for q in sample_questions if q.qcate == "text").gold_source_ids[0]
     assert client.get(f"/v1/sources/{snippet}").json()["image_url"] is None

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import MMRAG, free_port, running_process, text_dense_png
 
@@ -158,10 +159,27 @@ def refusal(reply: bytes) -> tuple[int, str]:
     return int(head.split()[1]), json.loads(body)["detail"]
 
 
+def refused(base: str) -> dict[str, float]:
+    """/metrics' count of requests refused before routing, by status."""
+    text = httpx.get(f"{base}/metrics", timeout=10).text
+    return {
+        sample.labels["status"]: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "mmrag_refused_requests_total"
+    }
+
+
+def more(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {status: after[status] - before.get(status, 0) for status in after}
+
+
 def test_huge_or_numerous_headers_get_431_while_a_neighbour_is_answered(server):
     """httptools reads a header of any size: 200 MB took 43 s and 570 MB of memory, while a
-    neighbour's question took 30 s. The head is cut off at 64 KiB or 100 headers now."""
+    neighbour's question took 30 s. The head is cut off at 64 KiB or 100 headers now, and
+    /metrics counts the refusals (issue 30, finding 10: three 431s were not counted)."""
     base, _, log = server
+    before = refused(base)
     megabyte = b"a" * (1 << 20)
     huge = [b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ", *[megabyte] * 64, b"\r\n\r\n"]
     numerous = b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-%d: 1\r\n" % n for n in range(101))
@@ -177,10 +195,13 @@ def test_huge_or_numerous_headers_get_431_while_a_neighbour_is_answered(server):
         answered = neighbour.result()
     assert answered.status_code == 200 and answered.json()["answer"], log.read_text()[-2000:]
     assert "Exception" not in log.read_text()
+    assert more(refused(base), before).get("431") == 2
 
 
 def test_heads_and_bodies_that_trickle_in_get_408_and_the_service_answers_on(server):
+    """Counted in /metrics too: 200 slowloris 408s were not (issue 30, finding 10)."""
     base, _, log = server
+    before = refused(base)
     head = [b"GET /healthz HTTP/1.1\r\n", *[b"X-Slow: 1\r\n"] * 60]
     assert refusal(raw_exchange(base, *head, pause_s=0.1)) == (
         408,
@@ -197,6 +218,28 @@ def test_heads_and_bodies_that_trickle_in_get_408_and_the_service_answers_on(ser
     answered = httpx.post(f"{base}/v1/answer", json={"question": QUESTION}, timeout=60)
     assert answered.status_code == 200 and answered.json()["answer"], log.read_text()[-2000:]
     assert "Exception in ASGI application" not in log.read_text()
+    assert more(refused(base), before).get("408") == 2
+
+
+def test_bytes_that_are_not_http_get_the_error_shape_and_are_counted(server):
+    """Issue 30, finding 9: `Content-Length: -1`, Content-Length with Transfer-Encoding and
+    a TLS handshake sent to plain HTTP got uvicorn's plain-text "Invalid HTTP request
+    received."; they get the API's one-line JSON error now, and /metrics counts them."""
+    base, _, log = server
+    before = refused(base)
+    hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(range(32)) + b"\x00" * 64
+    invalid = [
+        b"POST /v1/answer HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+        b"POST /v1/answer HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        hello,
+    ]
+    for request in invalid:
+        status, detail = refusal(raw_exchange(base, request))
+        assert status == 400 and detail.startswith("invalid HTTP request"), (request, detail)
+    assert more(refused(base), before).get("400") == 3
+    answered = httpx.post(f"{base}/v1/search", json={"question": QUESTION, "k": 3}, timeout=60)
+    assert answered.status_code == 200 and answered.json()["hits"], log.read_text()[-2000:]
 
 
 def upload_then_vanish(base: str, image: bytes) -> None:

@@ -20,6 +20,7 @@ from mmrag.generation.errors import GenerationCancelled, GenerationError
 
 if TYPE_CHECKING:
     from mmrag.generation.citations import CitationFormat
+    from mmrag.generation.types import Usage
 
 Message = dict[str, Any]
 
@@ -55,9 +56,13 @@ class Engine(Protocol):
         stop: list[str] | None = None,
         constraint: CitationFormat | None = None,
         cancelled: Callable[[], bool] | None = None,
+        usage: Usage | None = None,
     ) -> Iterator[str]:
         """Text deltas. `constraint` asks for decoding constrained to a cited sentence; engines
         that cannot constrain (or a server that refuses it) write from the prompt alone.
+        `usage`, when given, holds the tokens read and written once the iterator is exhausted
+        or closed, so a caller that stops it early (at its sentence's end) learns what that
+        reply cost.
 
         `cancelled()` turning true means the caller no longer wants the reply: engines ask it
         while they work, not only between tokens (a long prompt yields none for seconds), and
@@ -111,12 +116,13 @@ def text_only(messages: list[Message]) -> list[Message]:
 
 def decode_data_url(url: str) -> bytes:
     """Image bytes from a `data:image/...;base64,` URL: in-process engines, and the service's
-    chat route, fetch nothing."""
+    chat route, fetch nothing. Whitespace in the base64 is skipped, as every decoder does:
+    the `base64` tool wraps its output at 76 columns."""
     header, _, payload = url.partition(",")
     if not (header.startswith("data:") and header.endswith(";base64")):
         raise GenerationError(f"images come as base64 data URLs, not {url[:40]!r}")
     try:
-        return base64.b64decode(payload, validate=True)
+        return base64.b64decode("".join(payload.split()), validate=True)
     except binascii.Error as exc:
         raise GenerationError(f"malformed base64 image data URL: {exc}") from None
 

@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from llama_cpp import Llama
 
     from mmrag.generation.citations import CitationFormat
+    from mmrag.generation.types import Usage
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _DEFAULT_NAMES = {None, "smollm2", "SmolLM2-135M-Instruct", DEFAULT_GGUF}
@@ -78,13 +79,25 @@ def cancellable_llama() -> type[Llama]:
     from llama_cpp import Llama
 
     class CancellableLlama(Llama):
-        cancelled: Callable[[], bool] | None = None  # set per call, under the engine's lock
+        # Set per call, under the engine's lock.
+        cancelled: Callable[[], bool] | None = None
+        usage: Usage | None = None
 
         def eval(self, tokens: Sequence[int]) -> None:
             # One pass even for no tokens: Llama.eval then trims the cache to `n_tokens`.
             for start in range(0, max(len(tokens), 1), self.n_batch):
                 stop_if_cancelled(self.cancelled)
                 super().eval(tokens[start : start + self.n_batch])
+
+        def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
+            """Counts the whole prompt and every token sampled, which a stream does not report
+            (llama-cpp-python's own `usage` leaves out the end-of-generation token)."""
+            if self.usage is not None:
+                self.usage.prompt_tokens = len(tokens)
+            for token in super().generate(tokens, *args, **kwargs):
+                if self.usage is not None:
+                    self.usage.completion_tokens += 1
+                yield token
 
     return CancellableLlama
 
@@ -141,6 +154,7 @@ class LlamaCppEngine(InProcess):
         stop: list[str] | None = None,
         constraint: CitationFormat | None = None,
         cancelled: Callable[[], bool] | None = None,
+        usage: Usage | None = None,
     ) -> Iterator[str]:
         """`cancelled` is asked before each batch of the prompt and before each token."""
         grammar = None
@@ -149,7 +163,7 @@ class LlamaCppEngine(InProcess):
 
             grammar = LlamaGrammar.from_string(constraint.gbnf(), verbose=False)
         with self.lock:
-            self.llm.cancelled = cancelled
+            self.llm.cancelled, self.llm.usage = cancelled, usage
             try:
                 chunks = self.llm.create_chat_completion(
                     text_only(messages),
@@ -168,7 +182,7 @@ class LlamaCppEngine(InProcess):
             except (ValueError, RuntimeError) as exc:  # e.g. a prompt longer than n_ctx
                 raise GenerationError(f"llama.cpp failed on {self.info.model!r}: {exc}") from None
             finally:
-                self.llm.cancelled = None
+                self.llm.cancelled = self.llm.usage = None
 
     def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
         """Read the full next-token distribution through a logits processor.

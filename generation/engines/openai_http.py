@@ -26,6 +26,7 @@ from mmrag.generation.errors import GenerationError, NoLogprobs
 
 if TYPE_CHECKING:
     from mmrag.generation.citations import CitationFormat
+    from mmrag.generation.types import Usage
 
 MAX_TOP_LOGPROBS = 20  # the OpenAI API's limit, and vLLM's default max_logprobs
 
@@ -55,7 +56,8 @@ class OpenAIEngine:
         self.client = httpx.Client(base_url=self.root, headers=headers, timeout=timeout)
         self.accepts_images = accepts_images
         self.model = model
-        self.guided = True  # until the server refuses constrained decoding once
+        # Until the server refuses them once: constrained decoding, and token counts in streams.
+        self.guided = self.stream_usage = True
         if model is None:  # ask the server, which also proves it answers
             served = self._served_models()
             if not served:
@@ -135,49 +137,58 @@ class OpenAIEngine:
         stop: list[str] | None = None,
         constraint: CitationFormat | None = None,
         cancelled: Callable[[], bool] | None = None,
+        usage: Usage | None = None,
     ) -> Iterator[str]:
         """With a `constraint`, the request also carries it the ways servers take it: a GBNF
         `grammar` (llama.cpp's server) and a `structured_outputs` regex with its older
-        `guided_regex` spelling (vLLM); each ignores the others. A server that refuses them
-        (HTTP 400/422) is asked again without, and not asked with them again.
+        `guided_regex` spelling (vLLM); each ignores the others. It asks for the server's
+        token counts too (`stream_options`: on the last chunk, or with vLLM's and SGLang's
+        `continuous_usage_stats` on every chunk, since a caller that has its sentence closes
+        the stream before the last). A server that refuses these fields (HTTP 400/422) but
+        takes the request without them is asked plainly from then on.
+
+        `usage` holds the server's counts where it sent them; until it does, the content
+        chunks received count as completion tokens (one token each on vLLM and llama.cpp's
+        servers) and the prompt as none.
 
         `cancelled` is asked before the request and at every line the server sends; when it
         says stop, the connection closes, which is how a client tells vLLM or llama.cpp's
         server to drop the request. A server reading a long prompt sends nothing, so there the
         client stops only at the server's first line."""
         stop_if_cancelled(cancelled)
-        options = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop}
-        guided = {}
+        body = self._body(
+            messages, stream=True, max_tokens=max_tokens, temperature=temperature, stop=stop
+        )
+        extras: dict[str, Any] = {}
         if constraint is not None and self.guided:
             regex = constraint.regex()
-            guided = {
-                "grammar": constraint.gbnf(),
-                "structured_outputs": {"regex": regex},
-                "guided_regex": regex,
-            }
+            extras["grammar"] = constraint.gbnf()
+            extras["structured_outputs"] = {"regex": regex}
+            extras["guided_regex"] = regex
+        if self.stream_usage:
+            extras["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
         try:
-            with self.client.stream(
-                "POST",
-                "/chat/completions",
-                json=self._body(messages, stream=True, **options, **guided),
-            ) as response:
-                if guided and response.status_code in (400, 422):
-                    self.guided = False
-                else:
-                    self._check(response)
-                    yield from self._deltas(response, cancelled)
-                    return
-            with self.client.stream(
-                "POST", "/chat/completions", json=self._body(messages, stream=True, **options)
-            ) as response:
+            if extras:
+                with self.client.stream("POST", "/chat/completions", json=body | extras) as sent:
+                    if sent.status_code not in (400, 422):
+                        self._check(sent)
+                        yield from self._deltas(sent, cancelled, usage)
+                        return
+            with self.client.stream("POST", "/chat/completions", json=body) as response:
                 self._check(response)
-                yield from self._deltas(response, cancelled)
+                if extras:  # refused with them, taken without: a strict server
+                    self.guided = self.stream_usage = False
+                yield from self._deltas(response, cancelled, usage)
         except httpx.HTTPError as exc:
             raise self._fail(exc) from None
 
     def _deltas(
-        self, response: httpx.Response, cancelled: Callable[[], bool] | None
+        self,
+        response: httpx.Response,
+        cancelled: Callable[[], bool] | None,
+        usage: Usage | None,
     ) -> Iterator[str]:
+        counted = usage is not None  # until the server sends its own counts
         for line in response.iter_lines():
             stop_if_cancelled(cancelled)
             if not line.startswith("data:"):
@@ -186,13 +197,21 @@ class OpenAIEngine:
             if payload == "[DONE]":
                 return
             try:
-                choices = json.loads(payload).get("choices") or [{}]
-            except ValueError:
+                event = json.loads(payload)
+                choices = event.get("choices") or [{}]
+                reported = event.get("usage")
+            except (ValueError, AttributeError):
                 raise GenerationError(
                     f"the openai engine at {self.root} sent a malformed event: {payload[:80]!r}"
                 ) from None
+            if usage is not None and isinstance(reported, dict):
+                usage.prompt_tokens = int(reported.get("prompt_tokens") or 0)
+                usage.completion_tokens = int(reported.get("completion_tokens") or 0)
+                counted = False
             delta = (choices[0].get("delta") or {}).get("content")
             if delta:
+                if counted and usage is not None:
+                    usage.completion_tokens += 1
                 yield delta
 
     def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:

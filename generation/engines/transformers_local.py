@@ -28,6 +28,7 @@ from mmrag.generation.errors import GenerationError
 if TYPE_CHECKING:
     from mmrag.generation.citations import CitationFormat
     from mmrag.generation.engines.batching import Request
+    from mmrag.generation.types import Usage
 
 
 def _is_vision_language(config: Any) -> bool:
@@ -177,6 +178,7 @@ class TransformersEngine(InProcess):
         stop: list[str] | None = None,
         constraint: CitationFormat | None = None,  # not enforced here: the prompt alone guides
         cancelled: Callable[[], bool] | None = None,
+        usage: Usage | None = None,
     ) -> Iterator[str]:
         """The prompt joins the batcher's queue and its tokens come back through a
         TextIteratorStreamer of its own; closing the iterator early (a stop string, or a caller
@@ -211,6 +213,9 @@ class TransformersEngine(InProcess):
                 yield tail
         finally:
             request.halt.set()
+            if usage is not None:  # the prompt unpadded, and the tokens generated for it
+                usage.prompt_tokens = request.inputs["input_ids"].shape[-1]
+                usage.completion_tokens = request.emitted
 
     def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
         inputs = self._inputs(messages)

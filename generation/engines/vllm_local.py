@@ -21,6 +21,7 @@ from mmrag.generation.errors import GenerationError
 
 if TYPE_CHECKING:
     from mmrag.generation.citations import CitationFormat
+    from mmrag.generation.types import Usage
 
 
 class VllmEngine(InProcess):
@@ -43,11 +44,20 @@ class VllmEngine(InProcess):
         multimodal = bool(getattr(model_config, "is_multimodal_model", False))
         self.info = EngineInfo(name="vllm", model=model, accepts_images=multimodal)
 
-    def _complete(self, messages: list[Message], params: Any) -> Any:
+    def _request(self, messages: list[Message], params: Any) -> Any:
+        """vLLM's RequestOutput: the prompt's token ids, and the completion in `outputs[0]`."""
         try:
-            return self.llm.chat(messages, params, use_tqdm=False)[0].outputs[0]
+            return self.llm.chat(messages, params, use_tqdm=False)[0]
         except (ValueError, RuntimeError) as exc:
             raise GenerationError(f"vllm failed on {self.info.model!r}: {exc}") from None
+
+    def _complete(self, messages: list[Message], params: Any) -> Any:
+        return self._request(messages, params).outputs[0]
+
+    def _sampling(self, max_tokens: int, temperature: float, stop: list[str] | None) -> Any:
+        return self.vllm.SamplingParams(
+            max_tokens=max_tokens, temperature=temperature, stop=stop or None
+        )
 
     def chat(
         self,
@@ -57,10 +67,7 @@ class VllmEngine(InProcess):
         temperature: float = 0.0,
         stop: list[str] | None = None,
     ) -> str:
-        params = self.vllm.SamplingParams(
-            max_tokens=max_tokens, temperature=temperature, stop=stop or None
-        )
-        return self._complete(messages, params).text
+        return self._complete(messages, self._sampling(max_tokens, temperature, stop)).text
 
     def stream(
         self,
@@ -71,14 +78,18 @@ class VllmEngine(InProcess):
         stop: list[str] | None = None,
         constraint: CitationFormat | None = None,  # not enforced here: the prompt alone guides
         cancelled: Callable[[], bool] | None = None,
+        usage: Usage | None = None,
     ) -> Iterator[str]:
         """`cancelled` is asked once, before the call: the offline API runs a call to its end,
         so a caller that gave up before it began costs nothing and one that gives up later
         waits for the whole completion (`vllm serve` with the openai engine stops sooner)."""
         stop_if_cancelled(cancelled)
-        text = self.chat(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
-        if text:
-            yield text
+        done = self._request(messages, self._sampling(max_tokens, temperature, stop))
+        if usage is not None:
+            usage.prompt_tokens = len(done.prompt_token_ids or ())
+            usage.completion_tokens = len(done.outputs[0].token_ids)
+        if done.outputs[0].text:
+            yield done.outputs[0].text
 
     def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
         params = self.vllm.SamplingParams(max_tokens=1, temperature=0.0, logprobs=top_k)

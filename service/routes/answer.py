@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -17,12 +18,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from mmrag.core.pipeline import QARun
 from mmrag.indexes.errors import InputError
 from mmrag.service.routes.answering import (
-    ReleasingStream,
     admit,
     answer_once,
     read_photo,
     respond,
-    start,
+    stream,
 )
 from mmrag.service.routes.common import ERRORS, check_answer_request, check_conversation
 from mmrag.service.routes.uploads import IMAGE_PART
@@ -151,8 +151,7 @@ async def answer(request: Request):
     if upload is not None:
         options["image"] = await read_photo(request, admission, upload)
     if body.stream:
-        run, release = start(request, admission, body.question, options)
-        return ReleasingStream(events(run, request), release)
+        return stream(request, admission, body.question, options, partial(events, request=request))
     result = await answer_once(request, admission, body.question, options)
     return respond(result, request)
 
@@ -166,4 +165,4 @@ async def events(run: QARun, request: Request) -> AsyncIterator[str]:
         yield sse("error", {"detail": str(exc)})
         return
     assert run.result is not None
-    yield sse("answer", respond(run.result, request).model_dump())
+    yield sse("answer", AnswerResponse.from_result(run.result).model_dump())

@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import HTTPException, Request
 from fastapi.responses import StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from mmrag.core.attachments import AttachedImage, ImageAttacher
 from mmrag.core.components import build_attacher
@@ -27,27 +27,52 @@ from mmrag.service.routes.common import settings_of, while_connected
 from mmrag.service.schemas import AnswerResponse
 
 
-class ReleasingStream(StreamingResponse):
-    """A stream of server-sent events whose resources are released however it ends: read to
-    the end, the client gone mid-stream, or never started (gone before the first byte).
+class AnswerStream(StreamingResponse):
+    """A run's server-sent events, whose resources are released however the stream ends: read
+    to the end, the client gone mid-stream, or never started (gone before the first byte).
 
     Starlette leaves an abandoned body iterator suspended rather than closing it, so cleanup
-    inside the iterator's own `finally` would wait for the garbage collector.
+    inside the iterator's own `finally` would wait for the garbage collector. And under uvicorn
+    a write to a connection its client closed raises nothing, so an abandoned stream would be
+    written to its end, its answer counted as delivered (30 dropped streams were counted as 30
+    `verified` answers). So the client's leaving is watched where Starlette hears of it: the
+    run stops at once, the stream counts as dropped, and an answer is recorded in the metrics
+    only once all of it has been sent to a client still there.
     """
 
-    def __init__(self, content: AsyncIterator[str], release: Callable[[], None]) -> None:
+    def __init__(
+        self, run: QARun, events: AsyncIterator[str], ticket: Ticket, request: Request
+    ) -> None:
+        self.run, self.ticket, self.request = run, ticket, request
+        self.gone = self.delivered = False
         super().__init__(
-            content,
+            self._delivering(events),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-        self.release = release
+
+    async def _delivering(self, events: AsyncIterator[str]) -> AsyncIterator[str]:
+        async for piece in events:
+            yield piece
+        self.delivered = not self.gone  # Starlette asks for more once the last piece is sent
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def watching() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not self.delivered:
+                self.gone = True
+                self.run.close()  # the engine stops at its next token
+            return message
+
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, watching, send)
         finally:
-            self.release()
+            self.run.close()
+            self.ticket.release()
+            if not self.delivered:
+                self.request.app.state.metrics.dropped_streams.inc()
+            elif self.run.result is not None:  # None: the run failed, and an error was sent
+                record(self.run.result, self.request)
 
 
 @dataclass
@@ -89,18 +114,16 @@ async def read_photo(request: Request, admission: Admission, data: bytes) -> Att
     return photo
 
 
-def start(
-    request: Request, admission: Admission, question: str, options: dict[str, Any]
-) -> tuple[QARun, Callable[[], None]]:
-    """A run to stream, and what releases it: the engine stops at its next token and the slot
-    is free for the next question."""
+def stream(
+    request: Request,
+    admission: Admission,
+    question: str,
+    options: dict[str, Any],
+    events: Callable[[QARun], AsyncIterator[str]],
+) -> AnswerStream:
+    """The run of `question`, streamed as its `events`."""
     run = request.app.state.pipeline.run(question, deadline=admission.deadline, **options)
-
-    def release() -> None:
-        run.close()
-        admission.ticket.release()
-
-    return run, release
+    return AnswerStream(run, events(run), admission.ticket, request)
 
 
 async def answer_once(
@@ -117,13 +140,19 @@ async def answer_once(
         admission.ticket.release()
 
 
-def respond(result: QAResult, request: Request) -> AnswerResponse:
-    """The answer as the service sends it, counted in its metrics (its stages' seconds, and
-    how it was attributed) on the way out, whichever protocol carries it."""
+def record(result: QAResult, request: Request) -> None:
+    """An answer delivered, counted in the metrics: its stages' seconds, and how it was
+    attributed (a stream's client that left got none: it is counted as a dropped stream)."""
     metrics = request.app.state.metrics
     metrics.observe_stages(result.timings.as_dict())
     if result.answer.generation_error:
         metrics.generation_errors.inc()
     else:
         metrics.answers.labels(result.answer.attribution).inc()
+
+
+def respond(result: QAResult, request: Request) -> AnswerResponse:
+    """The answer as the service sends it whole, recorded on the way out, whichever protocol
+    carries it (a stream records its answer once sent: see AnswerStream)."""
+    record(result, request)
     return AnswerResponse.from_result(result)

@@ -8,7 +8,9 @@ photo asked about. Admission, limits, the deadline and metrics are /v1/answer's.
 A streamed answer's content is the checked answer. Verification may cut, move or replace the
 model's sentence, and a chat client keeps whatever content it was sent, so the deltas follow
 the check rather than the model: the role opens the stream at once, the answer follows once it
-is checked, and the last chunk carries the citations and sources.
+is checked, and the last chunk carries the citations and sources. The content, streamed or
+not, ends with the cited sources as footnotes unless the request says `sources_in_content:
+false` (service/footnotes.py).
 """
 
 from __future__ import annotations
@@ -16,24 +18,30 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 
-from mmrag.core.pipeline import QARun
+from mmrag.core.pipeline import QAResult, QARun
 from mmrag.generation.engines.base import decode_data_url
 from mmrag.generation.errors import GenerationError
 from mmrag.generation.types import Turn
 from mmrag.indexes.errors import InputError
+from mmrag.service.footnotes import footnotes, without_footnotes
 from mmrag.service.openai_chat import (
     AssistantMessage,
     ChatCompletion,
     ChatCompletionChunk,
+    ChatMessage,
     ChatRequest,
     Choice,
     ChunkChoice,
+    CompletionUsage,
     Delta,
+    FinishReason,
     Grounding,
     ModelCard,
     ModelList,
@@ -43,14 +51,14 @@ from mmrag.service.openai_chat import (
     now,
 )
 from mmrag.service.routes.answering import (
-    ReleasingStream,
     admit,
     answer_once,
     read_photo,
     respond,
-    start,
+    stream,
 )
-from mmrag.service.routes.common import ERRORS, settings_of
+from mmrag.service.routes.common import ERRORS, quoted, settings_of
+from mmrag.service.schemas import AnswerResponse
 
 router = APIRouter()
 OPENAI_PATHS = frozenset({"/v1/models", "/v1/chat/completions"})
@@ -87,35 +95,59 @@ async def models(request: Request) -> ModelList:
     return ModelList(data=[ModelCard(id=served_model(request), created=started)])
 
 
+IMAGE_QUESTION = "What does this image show?"  # asked of a photo sent without words
+
+
 def conversation_of(request: Request, body: ChatRequest) -> tuple[str, list[Turn], bytes | None]:
-    """The question (the last message, the user's), the turns before it, and the latest
-    photo among the user's messages; 400 naming the message at fault."""
+    """The question, the turns before it, and the latest photo among the user's messages;
+    400 naming the message at fault.
+
+    The question is the last user message: after it may come only an agent's tool round (an
+    assistant's `tool_calls`, `tool` results), which is context. A user message that is only
+    an image asks about it the question of the user message just before it, or, with none,
+    IMAGE_QUESTION."""
     settings = settings_of(request)
     messages = body.messages
     if len(messages) > settings.max_turns:
         raise HTTPException(400, f"messages: more than {settings.max_turns}")
-    last = len(messages) - 1
-    if messages[last].role != "user":
-        raise HTTPException(400, f"messages.{last}: the last message must be the user's question")
-    question = messages[last].text().strip()
+    asking = len(messages) - 1
+    while asking >= 0 and _tool_round(messages[asking]):
+        asking -= 1
+    if asking < 0 or messages[asking].role != "user":
+        at = len(messages) - 1 if asking < 0 else asking
+        raise HTTPException(400, f"messages.{at}: the last message must be the user's question")
+    question = messages[asking].text().strip()
+    photo = latest_photo(messages[: asking + 1])
+    if not question and messages[asking].image_urls():
+        before = messages[asking - 1] if asking else None
+        if before is not None and before.role == "user" and before.text().strip():
+            asking -= 1
+            question = before.text().strip()
+        else:
+            question = IMAGE_QUESTION
     if not question:
-        raise HTTPException(400, f"messages.{last}: the question has no text")
+        raise HTTPException(400, f"messages.{asking}: the question has no text")
     if len(question) > settings.max_question_chars:
         limit = settings.max_question_chars
-        raise HTTPException(400, f"messages.{last}: question longer than {limit} characters")
+        raise HTTPException(400, f"messages.{asking}: question longer than {limit} characters")
     turns = []
-    for number, message in enumerate(messages[:last]):
-        if message.role not in ("user", "assistant"):
+    for number, message in enumerate(messages[:asking]):
+        if message.role in ("system", "developer"):
             continue  # the service's own instructions are fixed
-        text = message.text()
+        text = without_footnotes(message.text()).strip()
         if len(text) > settings.max_message_chars:
             limit = settings.max_message_chars
             raise HTTPException(400, f"messages.{number}: longer than {limit} characters")
-        turns.append(Turn(message.role, text))
-    return question, turns, latest_photo(messages)
+        if text:  # a tool's result is what the assistant's side brought to the conversation
+            turns.append(Turn("user" if message.role == "user" else "assistant", text))
+    return question, turns, photo
 
 
-def latest_photo(messages: list) -> bytes | None:
+def _tool_round(message: ChatMessage) -> bool:
+    return message.role == "tool" or (message.role == "assistant" and bool(message.tool_calls))
+
+
+def latest_photo(messages: list[ChatMessage]) -> bytes | None:
     for number in reversed(range(len(messages))):
         message = messages[number]
         urls = message.image_urls() if message.role == "user" else []
@@ -125,6 +157,43 @@ def latest_photo(messages: list) -> bytes | None:
             except GenerationError as exc:
                 raise HTTPException(400, f"messages.{number}: {exc}") from None
     return None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a completion says, streamed or not: the content (the checked answer, and its
+    footnotes unless turned off), why it ended, the generator's tokens, and a note when
+    max_tokens does not bound the content."""
+
+    content: str
+    finish_reason: FinishReason
+    usage: CompletionUsage
+    max_tokens_note: str | None
+
+    @classmethod
+    def of(cls, result: QAResult, answered: AnswerResponse, body: ChatRequest, request: Request):
+        asked = body.max_completion_tokens or body.max_tokens
+        limit = min(asked or settings_of(request).max_tokens, settings_of(request).max_tokens)
+        usage = result.answer.usage
+        full = usage.completion_tokens >= limit  # the model stopped at its limit
+        replaced = answered.attribution in REPLACED
+        note = None
+        if asked is not None and replaced:
+            what = "the decline" if answered.abstained else "the source sentence that answers it"
+            cut = f", cut at max_tokens {asked}," if full else ""
+            note = (
+                f"the model's sentence{cut} was not supported by its sources; {what} took its "
+                "place, which max_tokens does not cut"
+            )
+        ended = "length" if full and not replaced and not answered.generation_error else "stop"
+        content = answered.answer
+        if body.sources_in_content:
+            content += footnotes(answered, str(request.base_url))
+        return cls(content, ended, CompletionUsage.of(usage), note)
+
+
+# Attributions whose sentence is not the model's: a source's sentence, or the decline.
+REPLACED = frozenset({"extractive", "declined"})
 
 
 @router.post(
@@ -137,7 +206,9 @@ async def chat_completions(request: Request, body: ChatRequest):
     with `stream: true`, `chat.completion.chunk` events ending with `data: [DONE]`)."""
     model = served_model(request)
     if body.model != model:
-        raise HTTPException(404, f"the model {body.model!r} does not exist; this serves {model!r}")
+        raise HTTPException(
+            404, f"the model {quoted(body.model)} does not exist; this serves {model!r}"
+        )
     question, turns, photo = conversation_of(request, body)
     options: dict[str, Any] = {
         "conversation": turns,
@@ -148,15 +219,20 @@ async def chat_completions(request: Request, body: ChatRequest):
     if photo is not None:
         options["image"] = await read_photo(request, admission, photo)
     if body.stream:
-        run, release = start(request, admission, question, options)
-        return ReleasingStream(chunks(run, request, model), release)
-    answered = respond(await answer_once(request, admission, question, options), request)
+        return stream(
+            request, admission, question, options, partial(chunks, request=request, body=body)
+        )
+    result = await answer_once(request, admission, question, options)
+    answered = respond(result, request)
+    reply = Reply.of(result, answered, body, request)
+    message = AssistantMessage(content=reply.content)
     return ChatCompletion(
         id=completion_id(),
         created=now(),
         model=model,
-        choices=[Choice(message=AssistantMessage(content=answered.answer))],
-        **Grounding.of(answered),
+        choices=[Choice(message=message, finish_reason=reply.finish_reason)],
+        usage=reply.usage,
+        **Grounding.of(answered, reply.max_tokens_note),
     )
 
 
@@ -164,26 +240,34 @@ def _event(value: dict[str, Any]) -> str:
     return f"data: {json.dumps(value, ensure_ascii=False)}\n\n"
 
 
-async def chunks(run: QARun, request: Request, model: str) -> AsyncIterator[str]:
-    """The role at once; the checked answer a word at a time; the grounding; [DONE]."""
-    ident, created = completion_id(), now()
+async def chunks(run: QARun, request: Request, body: ChatRequest) -> AsyncIterator[str]:
+    """The role at once; the checked answer a word at a time; the grounding; with
+    `stream_options.include_usage`, the usage; [DONE]. The content is the non-streamed one."""
+    ident, created, model = completion_id(), now(), served_model(request)
+    with_usage = body.stream_options is not None and body.stream_options.include_usage
 
-    def chunk(delta: Delta, **extra: Any) -> str:
-        choice = ChunkChoice(delta=delta, finish_reason="stop" if extra else None)
-        piece = ChatCompletionChunk(id=ident, created=created, model=model, choices=[choice])
+    def chunk(choices: list[ChunkChoice], usage: CompletionUsage | None = None, **extra) -> str:
+        piece = ChatCompletionChunk(id=ident, created=created, model=model, choices=choices)
         event = piece.model_dump() | extra
-        event["choices"][0]["delta"] = delta.model_dump(exclude_none=True)
+        for choice in event["choices"]:
+            choice["delta"] = {k: v for k, v in choice["delta"].items() if v is not None}
+        if with_usage:  # as OpenAI: null on every chunk but the last
+            event["usage"] = None if usage is None else usage.model_dump()
         return _event(event)
 
-    yield chunk(Delta(role="assistant", content=""))
+    yield chunk([ChunkChoice(delta=Delta(role="assistant", content=""))])
     try:
         result = await run_in_threadpool(run.wait)
     except InputError as exc:
         yield _event(error_body(400, str(exc)))
         yield "data: [DONE]\n\n"
         return
-    answered = respond(result, request)
-    for word in re.findall(r"\S+\s*", answered.answer):
-        yield chunk(Delta(content=word))
-    yield chunk(Delta(), **Grounding.of(answered))
+    answered = AnswerResponse.from_result(result)
+    reply = Reply.of(result, answered, body, request)
+    for word in re.findall(r"\S+\s*|\s+", reply.content):
+        yield chunk([ChunkChoice(delta=Delta(content=word))])
+    last = ChunkChoice(delta=Delta(), finish_reason=reply.finish_reason)
+    yield chunk([last], **Grounding.of(answered, reply.max_tokens_note))
+    if with_usage:
+        yield chunk([], reply.usage)
     yield "data: [DONE]\n\n"

@@ -35,6 +35,14 @@ T = TypeVar("T")
 LOG = logging.getLogger("uvicorn.error")  # printed with uvicorn's own lines
 
 
+def quoted(value: str, limit: int = 64) -> str:
+    """A client's value as an error names it: whole when short, else its start and its length,
+    so that a 5,000-digit id is not sent back whole."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value):,} characters)"
+
+
 def settings_of(request: Request) -> Settings:
     return request.app.state.settings
 

@@ -11,7 +11,13 @@ from fastapi.concurrency import run_in_threadpool
 from mmrag.generation.rationale import choices_problem
 from mmrag.indexes.errors import InputError
 from mmrag.indexes.images import ImageNotFound, decode_image
-from mmrag.service.routes.common import ERRORS, NOT_FOUND, check_question_length, settings_of
+from mmrag.service.routes.common import (
+    ERRORS,
+    NOT_FOUND,
+    check_question_length,
+    quoted,
+    settings_of,
+)
 from mmrag.service.routes.uploads import checked_image
 from mmrag.service.schemas import RationaleResponse
 
@@ -38,7 +44,7 @@ async def rationale(
     if source_id is not None:
         found = collection.store.find(source_id)
         if found is None or found.modality != "image" or collection.images is None:
-            raise HTTPException(404, f"no image source with id {source_id!r}")
+            raise HTTPException(404, f"no image source with id {quoted(source_id)}")
         caption = caption or found.text
     # Admitted first: reading and decoding an image costs memory and CPU, and happens in the
     # thread pool, never on the event loop that answers every other client.
@@ -49,7 +55,9 @@ async def rationale(
             try:
                 data = await run_in_threadpool(collection.images.read_bytes, found.image_ref)
             except ImageNotFound:
-                raise HTTPException(404, f"the image of source {source_id!r} is missing") from None
+                raise HTTPException(
+                    404, f"the image of source {quoted(source_id)} is missing"
+                ) from None
             except InputError as exc:
                 raise HTTPException(422, str(exc)) from None
         await checked_image(decode_image, data, settings_of(request).max_image_pixels)

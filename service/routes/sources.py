@@ -11,7 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from mmrag.indexes.errors import InputError
 from mmrag.indexes.images import ImageNotFound, image_media_type
-from mmrag.service.routes.common import NOT_FOUND, error
+from mmrag.service.routes.common import NOT_FOUND, error, quoted
 from mmrag.service.schemas import SourceOut
 
 router = APIRouter()
@@ -21,7 +21,7 @@ router = APIRouter()
 async def source(source_id: str, request: Request) -> SourceOut:
     found = request.app.state.pipeline.retriever.collection.store.find(source_id)
     if found is None:
-        raise HTTPException(404, f"no source with id {source_id!r}")
+        raise HTTPException(404, f"no source with id {quoted(source_id)}")
     return SourceOut.from_source(found)
 
 
@@ -33,12 +33,14 @@ async def source_image(source_id: str, request: Request) -> Response:
     collection = request.app.state.pipeline.retriever.collection
     found = collection.store.find(source_id)
     if found is None or found.modality != "image" or collection.images is None:
-        raise HTTPException(404, f"no image source with id {source_id!r}")
+        raise HTTPException(404, f"no image source with id {quoted(source_id)}")
     try:
         data = await run_in_threadpool(collection.images.read_bytes, found.image_ref)
         media_type = image_media_type(data)
     except ImageNotFound:
-        raise HTTPException(404, f"the image of source {source_id!r} is missing") from None
+        raise HTTPException(404, f"the image of source {quoted(source_id)} is missing") from None
     except InputError as exc:
-        raise HTTPException(422, f"the image of source {source_id!r} is corrupt: {exc}") from None
+        raise HTTPException(
+            422, f"the image of source {quoted(source_id)} is corrupt: {exc}"
+        ) from None
     return Response(data, media_type=media_type, headers={"Cache-Control": "public, max-age=86400"})
