@@ -3,8 +3,10 @@ found at build (counted) and when served (404/422, never 500)."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -28,6 +30,8 @@ from mmrag.indexes.images import (
 from mmrag.service.routes import sources
 from tests.helpers import image_fact, jpeg_bytes, write_imgs_tsv
 
+COLORS = ["red", "green", "blue", "teal", "olive", "navy", "maroon", "purple"]
+
 
 def test_lineidx_seeks_each_image_regardless_of_file_order(tmp_path):
     images = {30000000 + i: jpeg_bytes(color) for i, color in enumerate(["red", "green", "blue"])}
@@ -37,6 +41,40 @@ def test_lineidx_seeks_each_image_regardless_of_file_order(tmp_path):
         assert store.read_bytes(str(image_id)) == data
     pixel = decode_image(store.read_bytes("30000002")).getpixel((16, 12))
     assert pixel[2] > 200 and pixel[0] < 60
+
+
+def test_rows_read_in_parallel_are_each_their_own(tmp_path):
+    """Eight threads read every row at once, each in its own order: with no lock and no shared
+    file position (`os.pread`), each gets its own row's bytes."""
+    images = {30000000 + i: jpeg_bytes(color, (40 + i, 30)) for i, color in enumerate(COLORS)}
+    store = WebQAImageStore(write_imgs_tsv(tmp_path, images))
+    refs = [str(image_id) for image_id in images] * 4
+
+    def read(seed: int) -> list[tuple[str, bytes]]:
+        order = np.random.default_rng(seed).permutation(len(refs))
+        return [(refs[i], store.read_bytes(refs[i])) for i in order]
+
+    with ThreadPoolExecutor(8) as pool:
+        for reads in pool.map(read, range(8)):
+            assert all(data == images[int(ref)] for ref, data in reads)
+
+
+def test_a_row_ends_at_its_newline_whatever_the_lineidx_skips(tmp_path):
+    """A row runs to the next listed offset; should the lineidx skip a row, or end a line with
+    CRLF, or the file lack its last newline, the row still ends where its line does."""
+    red, blue = jpeg_bytes("red"), jpeg_bytes("blue")
+    rows = [
+        b"30000000\t" + base64.b64encode(red) + b"\r\n",
+        b"39999999\t" + base64.b64encode(blue) + b"\n",  # a row the lineidx does not list
+        b"30000001\t" + base64.b64encode(blue),
+    ]
+    tsv = tmp_path / "imgs.tsv"
+    tsv.write_bytes(b"".join(rows))
+    (tmp_path / "imgs.lineidx").write_text(f"0\n{len(rows[0]) + len(rows[1])}\n")
+    store = WebQAImageStore(tsv)
+    assert store.read_bytes("30000000") == red
+    assert store.read_bytes("30000001") == blue
+    store.probe("30000000")
 
 
 def test_truncated_jpeg_still_decodes(tmp_path):

@@ -10,10 +10,19 @@ and uint8 pixels travel to the GPU; no float pixels cross a process boundary (a 
 and decodes its own batch).
 
 What nvJPEG is not given, Pillow decodes as the CPU path does (`decode_image`): PNG and the other
-formats, CMYK JPEGs, and any JPEG nvJPEG refuses (it fails a whole batch for one bad file, so
-such a batch is retried one image at a time first). Their uint8 pixels then take the same resize
-on the device, and an image neither can read is the CPU path's blank one, flagged unreadable.
-EXIF orientation is read from the header and applied on the device, as `decode_image` does.
+formats, CMYK JPEGs, truncated JPEGs (no EOI marker after the scan: nvJPEG leaves their missing
+rows as whatever its output memory held, different from run to run, where Pillow fills them
+grey), and any JPEG nvJPEG refuses (it fails a whole batch for one bad file, so such a batch is
+retried one image at a time first). Their uint8 pixels then take the same resize on the device,
+and an image neither can read is the CPU path's blank one, flagged unreadable. EXIF orientation
+is read from the header and applied on the device, as `decode_image` does. torchvision's nvJPEG
+binding has no warnings to route on: every status but success is an error (RuntimeError).
+
+Each prefetch thread works on a CUDA stream of its own, so one batch's decoding overlaps the
+encoder's work on the default stream, and the stream is idle whenever nvJPEG is called: its
+hardware engine writes its output before work already queued on the stream has run, so it could
+overwrite memory that queued kernels still read (torchvision's decoder allocates its output on
+the caller's stream from blocks freed there; torchcodec PR 1634 and vision PR 9606 describe it).
 
 torchvision is imported only for a CUDA device: it must never be installed on CPU hosts (it
 breaks `import transformers` there). The recipe itself is plain torch, checked on CPU against the
@@ -24,7 +33,10 @@ from __future__ import annotations
 
 import importlib.util
 import io
-from collections.abc import Callable, Sequence
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -45,6 +57,9 @@ TORCH_MODES = {2: "bilinear", 3: "bicubic"}
 # The processor steps the recipe knows; a processor that asks for any other is left to the CPU.
 KNOWN_STEPS = {"do_convert_rgb", "do_resize", "do_center_crop", "do_rescale", "do_normalize"}
 ORIENTATION_TAG = 0x0112
+# JPEG markers that stand alone, with no length after them: TEM and the restart markers.
+STANDALONE_MARKERS = frozenset([0x01, *range(0xD0, 0xD8)])
+START_OF_SCAN, END_OF_IMAGE = 0xDA, b"\xff\xd9"
 # Decodes a batch of JPEG byte tensors into (3, H, W) uint8 tensors; raises RuntimeError for a
 # batch it cannot decode whole, as torchvision's nvJPEG binding does.
 JpegDecoder = Callable[[list["torch.Tensor"]], list["torch.Tensor"]]
@@ -159,11 +174,40 @@ def orient(image: torch.Tensor, orientation: int) -> torch.Tensor:
     return image.flip(flips) if flips else image
 
 
+def first_scan(data: bytes) -> int | None:
+    """Where a JPEG's first start-of-scan marker is, found by walking the marker segments from
+    the start-of-image; None where the header ends or breaks first."""
+    at = 2
+    while at + 4 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == START_OF_SCAN:
+            return at
+        if marker == 0xFF:  # a fill byte before the marker
+            at += 1
+        elif marker in STANDALONE_MARKERS:
+            at += 2
+        else:
+            at += 2 + int.from_bytes(data[at + 2 : at + 4], "big")
+    return None
+
+
+def complete_jpeg(data: bytes) -> bool:
+    """Whether the JPEG's scans end with an EOI marker. Inside a scan every 0xFF byte is
+    followed by 0x00 or a restart marker, so an FFD9 after the first start-of-scan is the end
+    of the image, and `rfind` finds it at once at the end of a whole file (bytes after it, such
+    as a camera's trailer, are allowed)."""
+    scan = first_scan(data)
+    return scan is not None and data.rfind(END_OF_IMAGE, scan) >= 0
+
+
 def jpeg_orientation(data: bytes | None) -> int | None:
-    """The EXIF orientation of a JPEG that nvJPEG can decode and `decode_image` would accept
-    (three-channel or grey, within the pixel limits), read from the header alone; None sends
-    the image to Pillow, which decodes or refuses it as the CPU path does."""
-    if data is None:
+    """The EXIF orientation of a JPEG that nvJPEG can decode as Pillow does and that
+    `decode_image` would accept (complete, three-channel or grey, within the pixel limits),
+    read from the header alone; None sends the image to Pillow, which decodes or refuses it as
+    the CPU path does."""
+    if data is None or not complete_jpeg(data):
         return None
     try:
         with Image.open(io.BytesIO(data), formats=DECODED_FORMATS) as image:
@@ -190,11 +234,33 @@ class GpuImages:
         self.device = device
         self.dtype = dtype
         self.decode = decode
+        self._streams = threading.local()
+        # The decoder is handed the image bytes as read (`torch.frombuffer`, no copy): torch
+        # warns that they are read-only, and nvJPEG only reads them.
+        warnings.filterwarnings("ignore", "The given buffer is not writable", UserWarning)
 
     def pixels(self, store: ImageStore, refs: Sequence[str]) -> tuple[torch.Tensor, np.ndarray]:
-        """Model input for `refs`, and which of them decoded (the others are blank)."""
-        images, decoded = self._upright(store, refs)
-        return self.recipe.apply(images, self.dtype), decoded
+        """Model input for `refs`, and which of them decoded (the others are blank); on a CUDA
+        device, computed on this thread's stream and finished before it is returned."""
+        with self._own_stream():
+            images, decoded = self._upright(store, refs)
+            return self.recipe.apply(images, self.dtype), decoded
+
+    @contextmanager
+    def _own_stream(self) -> Iterator[None]:
+        """This thread's CUDA stream made current, and waited for on the way out (the batch
+        then goes to the encoder on another stream); nothing on a CPU device."""
+        if not self.device.startswith("cuda"):
+            yield
+            return
+        import torch
+
+        stream = getattr(self._streams, "stream", None)
+        if stream is None:
+            stream = self._streams.stream = torch.cuda.Stream(self.device)
+        with torch.cuda.stream(stream):
+            yield
+        stream.synchronize()
 
     def _upright(
         self, store: ImageStore, refs: Sequence[str]
@@ -221,10 +287,14 @@ class GpuImages:
 
         if not data:
             return []
-        encoded = [torch.frombuffer(bytearray(item), dtype=torch.uint8) for item in data]
+        encoded = [torch.frombuffer(item, dtype=torch.uint8) for item in data]
+        if self.device.startswith("cuda"):  # nothing queued that nvJPEG could overwrite
+            torch.cuda.current_stream(self.device).synchronize()
         try:
             return list(self.decode(encoded))
         except RuntimeError:  # one bad file fails the batch: find it
+            if self.device.startswith("cuda"):  # after whatever the failed call left running
+                torch.cuda.synchronize(self.device)
             return [self._one(item) for item in encoded]
 
     def _one(self, encoded: torch.Tensor) -> torch.Tensor | None:
