@@ -19,14 +19,17 @@ WebQA's test split (7,540 questions) would take at that rate (generation only).
 
 Models: `--model PATH` (any checkpoint), or a random one of a real architecture built here:
 `tiny-llama` (test_generation_transformers.py's 2-layer Llama, bound by per-step overhead as
-eager decoding on a GPU is), `smollm2-135m` (SmolLM2-135M's sizes) or `qwen2-vl-2b`
+eager decoding on a GPU is), `tiny-llava` (the same tests' LLaVA: the photo goes through a
+CLIP processor and tower), `smollm2-135m` (SmolLM2-135M's sizes) or `qwen2-vl-2b`
 (bench/vlm.py's Qwen2-VL-2B, whose processor needs torchvision: GPU hosts only).
+
+The mean batch is what the engine ran (`batcher.batches`); the CPU time per answer is this
+process's, every thread's (preparing prompts, decoding text, and on a CPU the model itself).
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import sys
 import tempfile
@@ -39,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import write_report
+from bench.report import machine, write_report
 from bench.vlm import Source, photo, random_qwen2_vl, tokenizer_with_vocabulary
 from mmrag.generation.engines.base import Message
 from mmrag.generation.prompts import answer_messages
@@ -88,6 +91,10 @@ def random_model(name: str, folder: Path) -> Path:
         from tests.test_generation_transformers import byte_tokenizer, llama_config
 
         return save_llama(folder, byte_tokenizer(), llama_config)
+    if name == "tiny-llava":
+        from tests.test_generation_transformers import byte_tokenizer, save_llava
+
+        return save_llava(folder, byte_tokenizer())
     from transformers import LlamaConfig
 
     def smollm2(vocab_size: int, **ids: int) -> LlamaConfig:
@@ -123,7 +130,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument("--model", help="a checkpoint: hub name or local directory")
-    model.add_argument("--random", choices=["tiny-llama", "smollm2-135m", "qwen2-vl-2b"])
+    model.add_argument(
+        "--random", choices=["tiny-llama", "tiny-llava", "smollm2-135m", "qwen2-vl-2b"]
+    )
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[8, 16, 32])
     parser.add_argument("--answers", type=int, default=64, help="timed answers per mode")
@@ -178,13 +187,13 @@ def main() -> None:
         )
     on_cuda = args.device.startswith("cuda")
     results = {
-        "machine": {
-            "platform": platform.platform(),
-            "device": torch.cuda.get_device_name() if on_cuda else "cpu",
-            "torch_threads": torch.get_num_threads(),
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-        },
+        "command": " ".join(sys.argv),
+        "machine": machine(
+            device=torch.cuda.get_device_name() if on_cuda else "cpu",
+            torch_threads=torch.get_num_threads(),
+            torch=torch.__version__,
+            transformers=transformers.__version__,
+        ),
         "model": args.model or f"{args.random}, random weights",
         "dtype": str(engine.model.dtype),
         "parameters": sum(p.numel() for p in engine.model.parameters()),

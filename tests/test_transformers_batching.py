@@ -5,7 +5,9 @@ ends (its max_tokens, a stop string, cancellation) leaves the others untouched.
 
 Which requests share a batch is made certain, never left to timing: every request's
 `cancelled` first waits until all of them are queued (the batcher asks it before it forms a
-batch), and the engine's `batcher.batches` says which batches ran. Nothing asserts time.
+batch), and the engine's `batcher.batches` says which batches ran. Where a test shows that the
+batcher does not wait, its windows are LONG, twice what the test waits for a batch to run: a
+batcher that waited would fail the test, not merely slow it. Nothing asserts time.
 """
 
 from __future__ import annotations
@@ -42,12 +44,22 @@ def ask_about(color: str) -> list[dict]:
     return [{"role": "user", "content": parts}]
 
 
-def until_queued(engine: TransformersEngine, count: int) -> None:
-    """Waits until `count` requests are queued; gives up after 60 s rather than hang (what the
-    test asserts about batches then fails)."""
-    give_up = time.monotonic() + 60
-    while engine.batcher.waiting < count and time.monotonic() < give_up:
+GIVE_UP_S = 60.0
+LONG = 2 * GIVE_UP_S  # a batcher window no test sees the end of
+
+
+def until(condition: Callable[[], bool]) -> None:
+    """Waits until `condition()`; gives up after GIVE_UP_S rather than hang (what the test
+    asserts then fails)."""
+    give_up = time.monotonic() + GIVE_UP_S
+    while not condition() and time.monotonic() < give_up:
         time.sleep(0.001)
+
+
+def until_queued(engine: TransformersEngine, count: int, preparing: int = 0) -> None:
+    """Waits until `count` requests are queued and `preparing` are being prepared."""
+    batcher = engine.batcher
+    until(lambda: batcher.waiting >= count and batcher.preparing >= preparing)
 
 
 class Gate:
@@ -161,19 +173,103 @@ def test_only_requests_that_can_share_a_batch_do(tiny_llava: Path) -> None:  # n
     assert engine.batcher.batches == Counter({2: 1, 1: 2})
 
 
-def test_the_callers_of_a_batch_are_waited_for(tiny_llama: Path) -> None:  # noqa: F811
-    """After a batch of three, the next waits (here up to 60 s) until three are queued, though
-    they come one by one: the first is not run alone while the others queue behind it."""
-    engine = TransformersEngine(str(tiny_llama), device="cpu", batch_window_s=60)
+def test_stragglers_join_a_first_batch_until_it_is_full(tiny_llama: Path) -> None:  # noqa: F811
+    """Three requests come one by one, each once the last is queued (a pool's threads start so):
+    within the straggler window they join one batch, which runs as soon as it is full."""
+    engine = TransformersEngine(str(tiny_llama), device="cpu", max_batch=3, batch_window_s=LONG)
     calls = [{"messages": ask(question), "max_tokens": 4} for question in QUESTIONS[:3]]
-    first = together(engine, calls)
     with ThreadPoolExecutor(len(calls)) as pool:
         futures = []
         for queued, call in enumerate(calls):
             until_queued(engine, queued)
             futures.append(pool.submit(stream_text, engine, **call))
-        assert [future.result() for future in futures] == first
-    assert engine.batcher.batches == Counter({3: 2})
+        texts = [future.result() for future in futures]
+    assert engine.batcher.batches == Counter({3: 1})
+    assert texts == [stream_text(llama_alone(tiny_llama), **call) for call in calls]
+
+
+def llama_alone(folder: Path) -> TransformersEngine:
+    return TransformersEngine(str(folder), device="cpu", max_batch=1)
+
+
+def test_requests_that_arrive_while_a_batch_decodes_form_the_next_at_once(
+    tiny_llama: Path,  # noqa: F811
+) -> None:
+    """A third request arrives while a batch of two decodes: when that batch ends it runs at
+    once, alone, though its batch has room and the straggler window is LONG."""
+    engine = TransformersEngine(str(tiny_llama), device="cpu", max_batch=2, batch_window_s=LONG)
+    calls = [{"messages": ask(question), "max_tokens": 6} for question in QUESTIONS[:3]]
+    with ThreadPoolExecutor(1) as pool:
+        late: list = []
+
+        def third_arrives(asked: list[int] = []) -> bool:  # noqa: B006
+            asked.append(1)
+            if len(asked) == 2:  # after the batch's first forward pass
+                late.append(pool.submit(stream_text, engine, **calls[2]))
+                until_queued(engine, 1)
+            return False
+
+        texts = together(engine, [calls[0], {**calls[1], "cancelled": third_arrives}])
+        until(lambda: engine.batcher.batches.total() == 2)
+        assert engine.batcher.batches == Counter({2: 1, 1: 1})
+        texts.append(late[0].result())
+    assert texts == [stream_text(llama_alone(tiny_llama), **call) for call in calls]
+
+
+def test_a_batch_waits_for_the_requests_being_prepared(tiny_llama: Path) -> None:  # noqa: F811
+    """A request whose prompt is still being built (held here in its chat template) is waited
+    for, though the straggler window is zero: the two run as one batch."""
+    engine = TransformersEngine(str(tiny_llama), device="cpu", max_batch=2, batch_window_s=0)
+    engine.batcher.preparing_wait_s = LONG
+    calls = [{"messages": ask(question), "max_tokens": 6} for question in QUESTIONS[:2]]
+    solo = [stream_text(engine, **call) for call in calls]
+    release = threading.Event()
+    template = engine.tokenizer.apply_chat_template
+
+    def held(messages: list[dict], **options):
+        if messages[-1]["content"] == QUESTIONS[0]:
+            release.wait(60)
+        return template(messages, **options)
+
+    engine.tokenizer.apply_chat_template = held
+    before = Counter(engine.batcher.batches)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(stream_text, engine, **calls[0])
+        until_queued(engine, 0, preparing=1)
+        second = pool.submit(stream_text, engine, **calls[1])
+        until_queued(engine, 1, preparing=1)
+        release.set()
+        assert [first.result(), second.result()] == solo
+    assert engine.batcher.batches - before == Counter({2: 1})
+
+
+def test_prompts_are_built_and_answers_decoded_outside_the_model_and_the_batcher(
+    llama: TransformersEngine,
+) -> None:
+    """While another user holds the model, a request's prompt is built and its batch formed
+    (its caller's thread needs no lock); its tokens are turned into text in its caller's
+    thread, never in the batcher's."""
+    alone = stream_text(llama, ask(QUESTIONS[0]), max_tokens=8)
+    threads: list[str] = []
+    decode = llama.tokenizer.decode
+
+    def recorded(*args, **options):
+        threads.append(threading.current_thread().name)
+        return decode(*args, **options)
+
+    llama.tokenizer.decode = recorded
+    try:
+        before = Counter(llama.batcher.batches)
+        with ThreadPoolExecutor(1, thread_name_prefix="caller") as pool:
+            with llama._model_lock:
+                reply = pool.submit(stream_text, llama, ask(QUESTIONS[0]), max_tokens=8)
+                until(lambda: llama.batcher.batches != before)
+                assert llama.batcher.batches - before == Counter({1: 1})
+                assert not reply.done()
+            assert reply.result() == alone
+    finally:
+        del llama.tokenizer.decode
+    assert threads and all(name.startswith("caller") for name in threads), set(threads)
 
 
 def test_a_row_cancelled_mid_batch_stops_alone(llama: TransformersEngine) -> None:

@@ -4,9 +4,19 @@ On a GPU a decoding step of a small model costs nearly the same for thirty rows 
 (the weights are read once a step either way, and eager decoding is mostly kernel launches), so
 answers/s grows with the batch. Requests wait in one queue; one thread takes them in batches,
 left-pads the prompts to one length, runs one `generate` over them, and routes each row's new
-tokens to its own request, which decodes and stops on its own (max_tokens, EOS, its caller's
-stop strings or cancellation). Only rows with the same sampling settings and the same input
-layout (pixels or none) share a batch.
+token ids to its own request, which stops on its own (max_tokens, EOS, its caller's stop
+strings or cancellation). Only rows with the same sampling settings and the same input layout
+(pixels or none) share a batch.
+
+Batches that fill: that thread does nothing per request but collate and route ids. Each caller
+prepares its own request in its own thread (chat template, tokens, a VLM's pixels), in parallel
+with the others and with the batch being decoded, outside the model lock, and turns its ids
+into text there too (`Request.deltas`). It announces the request before preparing it
+(`Batcher.arriving`), so the batcher knows what is on its way. A batch is formed as soon as it
+is full, or once nothing more can join it: no request is being prepared and, for the first
+batch after an idle spell only, none has arrived for `window_s` (a few milliseconds, for
+callers not yet announced: a pool's threads start one by one). So requests that arrived while
+a batch decoded form the next one at once, and a lone caller waits `window_s` at most.
 
 transformers' continuous-batching API (`generate_batch`, `init_continuous_batching`) was not
 used: it takes token ids only, so a VLM's pixels cannot reach it, and while it runs it switches
@@ -19,32 +29,57 @@ stops at the next step. Imported by the transformers engine only (torch and tran
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from transformers import StoppingCriteria, TextIteratorStreamer
+from transformers import StoppingCriteria, TextStreamer
 from transformers.generation.streamers import BaseStreamer
 
 from mmrag.generation.errors import GenerationCancelled, GenerationError
+
+# The longest a batch with room waits, with no request arriving, for requests still being
+# prepared (`Batcher.preparing_wait_s`): a VLM prompt's processor takes tens of milliseconds,
+# and 32 of them share the GIL.
+PREPARING_WAIT_S = 1.0
+
+
+class TextDeltas(TextStreamer):
+    """transformers' incremental detokenizer (whole words, never half a UTF-8 character),
+    keeping the text it finalises for its caller instead of printing it."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__(tokenizer, skip_special_tokens=True)
+        self.pieces: list[str] = []
+
+    def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
+        if text:
+            self.pieces.append(text)
+
+    def take(self) -> list[str]:
+        pieces, self.pieces = self.pieces, []
+        return pieces
 
 
 @dataclass(eq=False)
 class Request:
     """One caller's prompt (a batch of one, unpadded) and where its tokens go.
 
-    `text` yields the decoded deltas and ends when the row is done; `error` then says why it
-    ended early, if it did. `halt` is set by the caller when it wants no more tokens.
+    `tokens` receives the row's token ids, then None when the row is done; `error` then says
+    why it ended early, if it did. `halt` is set by the caller when it wants no more tokens.
     """
 
     inputs: dict[str, torch.Tensor]
     max_tokens: int
     temperature: float
     cancelled: Callable[[], bool] | None
-    text: TextIteratorStreamer
+    tokens: queue.SimpleQueue[int | None] = field(default_factory=queue.SimpleQueue)
     halt: threading.Event = field(default_factory=threading.Event)
     error: Exception | None = None
     emitted: int = 0
@@ -80,7 +115,7 @@ class Request:
     def feed(self, token: int, eos: frozenset[int]) -> None:
         if self.ended or self.halt.is_set():
             return
-        self.text.put(torch.tensor([token]))
+        self.tokens.put(token)
         self.emitted += 1
         if token in eos or self.emitted >= self.max_tokens:
             self.end()
@@ -88,7 +123,17 @@ class Request:
     def end(self, error: Exception | None = None) -> None:
         if not self.ended:
             self.ended, self.error = True, error
-            self.text.end()
+            self.tokens.put(None)
+
+    def deltas(self, tokenizer: Any) -> Iterator[str]:
+        """The row's text as its tokens come, decoded in the thread that iterates (the
+        caller's), not in the batcher's."""
+        text = TextDeltas(tokenizer)
+        while (token := self.tokens.get()) is not None:
+            text.put(torch.tensor([token]))
+            yield from text.take()
+        text.end()
+        yield from text.take()
 
 
 def collate(rows: list[Request], pad_id: int) -> dict[str, torch.Tensor]:
@@ -151,11 +196,10 @@ class RowsDone(StoppingCriteria):
 class Batcher:
     """Runs queued requests in batches of up to `max_batch`, in one thread started on demand.
 
-    After a batch, the next waits up to `window_s` until as many requests are queued as were
-    in flight during it (its rows and those that queued meanwhile): the callers of a batch come
-    back together with their next questions, and without the wait the first of them would run
-    alone while the rest queue behind it. A lone caller never waits. `batches` counts the
-    batches run, by size.
+    A batch is formed once it is full or nothing more can join it (the module doc): while it
+    has room, it waits for requests being prepared (up to `preparing_wait_s` without an
+    arrival) and, for the first batch after an idle spell, `window_s` after the last arrival.
+    `batches` counts the batches run, by size.
     """
 
     def __init__(
@@ -171,9 +215,12 @@ class Batcher:
         self.run = run
         self.max_batch = max_batch
         self.window_s = window_s
+        self.preparing_wait_s = PREPARING_WAIT_S
         self.failure = failure  # what a failed batch's error says first
         self.batches: Counter[int] = Counter()
         self._pending: list[Request] = []
+        self._preparing = 0
+        self._last_arrival = 0.0  # time.monotonic() of the last announcement or request queued
         self._ready = threading.Condition()
         self._running = False
 
@@ -182,13 +229,41 @@ class Batcher:
         with self._ready:
             return len(self._pending)
 
-    def submit(self, request: Request) -> None:
+    @property
+    def preparing(self) -> int:
         with self._ready:
-            self._pending.append(request)
+            return self._preparing
+
+    @contextmanager
+    def arriving(self) -> Iterator[Callable[[Request], None]]:
+        """Announces a request that the caller is about to prepare, and gives the function that
+        queues it once prepared. Leaving without queueing it (the prompt could not be built)
+        withdraws the announcement."""
+        with self._ready:
+            self._preparing += 1
+            self._last_arrival = time.monotonic()
             self._ready.notify()
-            if not self._running:
-                self._running = True
-                threading.Thread(target=self._loop, name="batcher", daemon=True).start()
+        queued = False
+
+        def submit(request: Request) -> None:
+            nonlocal queued
+            with self._ready:
+                self._preparing -= 1
+                queued = True
+                self._pending.append(request)
+                self._last_arrival = time.monotonic()
+                self._ready.notify()
+                if not self._running:
+                    self._running = True
+                    threading.Thread(target=self._loop, name="batcher", daemon=True).start()
+
+        try:
+            yield submit
+        finally:
+            if not queued:
+                with self._ready:
+                    self._preparing -= 1
+                    self._ready.notify()
 
     def sweep(self) -> None:
         """Drop queued requests whose callers no longer want them, asking each queued request
@@ -205,15 +280,25 @@ class Batcher:
                 asked.add(id(row))
                 row.wanted()
 
-    def _await(self, count: int) -> None:
+    def _gather(self, stragglers: bool) -> None:
+        """Waits while the next batch has room and a request may still join it: one being
+        prepared, or, where `stragglers`, one not yet announced."""
         with self._ready:
-            self._ready.wait_for(lambda: len(self._pending) >= count, self.window_s)
+            while len(self._pending) < self.max_batch:
+                if self._preparing:
+                    patience = self.preparing_wait_s
+                else:
+                    patience = self.window_s if stragglers else 0.0
+                quiet = time.monotonic() - self._last_arrival
+                if quiet >= patience:
+                    return
+                self._ready.wait(patience - quiet)
 
     def _loop(self) -> None:
-        expected = 1
+        stragglers = True  # the thread starts after an idle spell
         while True:
-            if expected > 1:
-                self._await(min(expected, self.max_batch))
+            self._gather(stragglers)
+            stragglers = False
             self.sweep()
             with self._ready:
                 if not self._pending:
@@ -231,4 +316,3 @@ class Batcher:
             finally:
                 for row in batch:
                     row.end()
-            expected = len(batch) + self.waiting

@@ -43,7 +43,8 @@ def _is_vision_language(config: Any) -> bool:
 class TransformersEngine(InProcess):
     """Concurrent `stream` calls are decoded together, up to `max_batch` rows a batch
     (engines/batching.py); `max_batch=1` answers one request at a time. `batch_window_s` is how
-    long a batch may wait for the callers of the previous one to come back."""
+    long a batch with room waits after the last request arrived, for callers that have not yet
+    announced theirs."""
 
     def __init__(
         self,
@@ -51,7 +52,7 @@ class TransformersEngine(InProcess):
         *,
         device: str | None = None,
         max_batch: int = 32,
-        batch_window_s: float = 0.05,
+        batch_window_s: float = 0.01,
     ) -> None:
         try:
             import torch
@@ -180,27 +181,26 @@ class TransformersEngine(InProcess):
         cancelled: Callable[[], bool] | None = None,
         usage: Usage | None = None,
     ) -> Iterator[str]:
-        """The prompt joins the batcher's queue and its tokens come back through a
-        TextIteratorStreamer of its own; closing the iterator early (a stop string, or a caller
-        that has its sentence) ends the request at the next token. `cancelled` is asked in the
-        batcher's thread before the request enters a batch, while it waits and after every
-        forward pass: a pass cannot be stopped half-way, so a prompt already being read is read
-        to its end, and the request then stops at its first token."""
-        from transformers import TextIteratorStreamer
-
+        """The prompt is built here, in the caller's thread (announced to the batcher while it
+        is), then joins the batcher's queue; its token ids come back and are decoded here too.
+        Closing the iterator early (a stop string, or a caller that has its sentence) ends the
+        request at the next token. `cancelled` is asked in the batcher's thread before the
+        request enters a batch, while it waits and after every forward pass: a pass cannot be
+        stopped half-way, so a prompt already being read is read to its end, and the request
+        then stops at its first token."""
         from mmrag.generation.engines.batching import Request
 
-        request = Request(
-            inputs=self._inputs(messages),
-            max_tokens=max_tokens,
-            temperature=temperature,
-            cancelled=cancelled,
-            text=TextIteratorStreamer(self.tokenizer, skip_special_tokens=True),
-        )
-        self.batcher.submit(request)
+        with self.batcher.arriving() as submit:
+            request = Request(
+                inputs=self._inputs(messages),
+                max_tokens=max_tokens,
+                temperature=temperature,
+                cancelled=cancelled,
+            )
+            submit(request)
         cutter = StopCutter(stop)
         try:
-            for piece in request.text:
+            for piece in request.deltas(self.tokenizer):
                 out = cutter.feed(piece)
                 if out:
                     yield out
