@@ -147,9 +147,11 @@ def build_pipeline(settings: Settings, retriever: HybridRetriever | None = None)
     """Every part, each model loaded once; `retriever` when one was built already."""
     from mmrag.core.conversation import build_resolver
     from mmrag.generation.scene_text import DEFAULT_MODE, SceneTextAnswerer
+    from mmrag.generation.verification import reading
     from mmrag.generation.writer import AnswerWriter
 
     limit_threads(settings.torch_threads)
+    reading.warm_up(background=True)  # spaCy loads while the index and the engine do
     retriever = retriever or build_retriever(settings)
     engine = build_engine(settings)
     judge = build_judge(settings, retriever, engine)

@@ -29,7 +29,7 @@ from mmrag.core.deadline import Deadline
 from mmrag.core.steps import StepContext, after_generation
 from mmrag.generation.grounding import CitationGrounder
 from mmrag.generation.scene_text import SceneTextAnswerer
-from mmrag.generation.types import Answer, Turn
+from mmrag.generation.types import Answer, SourceLike, Turn
 from mmrag.generation.verification.attribution import AbstainPolicy, Attributor
 from mmrag.generation.writer import AnswerWriter
 from mmrag.retrieval.hybrid import HybridRetriever
@@ -81,6 +81,15 @@ class QAResult:
 
     def relevance(self) -> dict[str, float]:
         return {scored.source.id: scored.relevance for scored in self.selection.selected}
+
+
+RUNNERS_UP = 4  # retrieved sources below the selection an answer may still be read from
+
+
+def runners_up(selection: Selection) -> tuple[SourceLike, ...]:
+    chosen = {scored.source.id for scored in selection.selected}
+    rest = [scored.source for scored in selection.considered if scored.source.id not in chosen]
+    return tuple(rest[:RUNNERS_UP])
 
 
 def unanswered(selection: Selection, timings: Timings, error: str, question: str) -> QAResult:
@@ -194,7 +203,9 @@ class QARun:
             )
             timings.generate_s = answer.timings["generate_s"]
             timings.first_token_s = answer.timings["first_token_s"]
-            context = StepContext(question, image, abstain == "auto", self.deadline)
+            context = StepContext(
+                question, image, abstain == "auto", self.deadline, runners_up(selection)
+            )
             for step in pipeline.steps:
                 began = time.perf_counter()
                 answer = step(answer, context)

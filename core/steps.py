@@ -19,7 +19,7 @@ from mmrag.generation.scene_text import (
     cites_what_is_pointed_at,
     read_off_the_image,
 )
-from mmrag.generation.types import Answer
+from mmrag.generation.types import Answer, SourceLike
 from mmrag.generation.verification.attribution import UNANSWERED, Attributor
 
 if TYPE_CHECKING:
@@ -34,6 +34,9 @@ class StepContext:
     image: AttachedImage | None  # the user's photo, source [1], if one came with the question
     abstain: bool  # decline what no source supports (else keep it, uncited)
     deadline: Deadline
+    # Retrieved sources not selected, best first: where a source's own sentence may still
+    # answer what the selected ones do not (Kell Bridge's river, one snippet down).
+    runners_up: tuple[SourceLike, ...] = ()
 
 
 class Step(Protocol):
@@ -51,7 +54,9 @@ class Verify:
         self.attributor = attributor
 
     def __call__(self, answer: Answer, context: StepContext) -> Answer:
-        return self.attributor.attribute(context.question, answer, abstain=context.abstain)
+        return self.attributor.attribute(
+            context.question, answer, abstain=context.abstain, runners_up=context.runners_up
+        )
 
 
 class HoldToThePhoto:

@@ -251,6 +251,11 @@ class CitationOut(BaseModel):
         )
 
 
+class CutOut(BaseModel):
+    text: str = Field(description="words of the model's sentence left out of the answer")
+    reason: str = Field(description="why: what no cited source says, or that it was repeated")
+
+
 class AnswerResponse(BaseModel):
     question: str = Field(
         description="the question answered: as asked, or a follow-up made to stand alone with "
@@ -276,6 +281,11 @@ class AnswerResponse(BaseModel):
         "source sentence replaced an unsupported answer), declined, unsupported (kept uncited "
         "with abstain=never); empty without an answer",
     )
+    cut: list[CutOut] = Field(
+        default_factory=list,
+        description="what the model wrote that its sources do not say, left out of the answer "
+        "(a modifier, a clause, or the whole sentence a source's own replaced), and why",
+    )
 
     @classmethod
     def from_result(cls, result: QAResult) -> AnswerResponse:
@@ -290,6 +300,7 @@ class AnswerResponse(BaseModel):
             generation_error=answer.generation_error,
             abstained=answer.abstained,
             attribution=answer.attribution,
+            cut=[CutOut(text=cut.text, reason=cut.reason) for cut in answer.cut],
         )
 
 

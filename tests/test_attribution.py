@@ -300,7 +300,7 @@ CHAPEL = Src(
             "Is the door of the Harbor Inn red?",
             "Yes, the door of the Harbor Inn is red [1].",
             DOOR,
-            "No, a wooden door painted blue at the Harbor Inn [1].",
+            "No, the photo shows a wooden door painted blue at the Harbor Inn [1].",
         ),
         (
             "Does the Salt Hollow Lighthouse have red stripes?",

@@ -106,9 +106,18 @@ class Attributor:
             return self.judgement(question, claim, sources[0]).supported
         return self.text_support(question, claim, sources) >= self.threshold
 
-    def attribute(self, question: str, answer: Answer, *, abstain: bool = True) -> Answer:
+    def attribute(
+        self,
+        question: str,
+        answer: Answer,
+        *,
+        abstain: bool = True,
+        runners_up: Sequence[SourceLike] = (),
+    ) -> Answer:
         """The answer with only supported citations, or cut, replaced or declined as the
-        module docstring says; a failed generation is returned as it is."""
+        module docstring says; a failed generation is returned as it is. `runners_up`,
+        retrieved sources that were not given to the model, may still hold the sentence that
+        answers (then cited as one more source)."""
         if answer.generation_error or not answer.text:
             return answer
         sources = list(answer.sources)
@@ -139,9 +148,13 @@ class Attributor:
                 if joint is not None:
                     return self._cited(answer, claim, joint[:2], "verified", part.cut)
         replaced = [Cut(said, _unsupported(self._gaps(question, said, sources)))]
-        extracted = extract(question, sources)
+        pool = [*sources, *(s for s in runners_up if s.id not in {g.id for g in sources})]
+        extracted = extract(question, pool)
         if extracted is not None:
             sentence, number = extracted
+            if number > len(sources):  # a runner-up answers: it joins the answer's sources
+                sources.append(pool[number - 1])
+                answer, number = replace(answer, sources=sources), len(sources)
             citation = _judged(sources, number, None)
             return self._cited(answer, sentence, [citation], "extractive", replaced)
         return replace(self.unanswered(answer, abstain=abstain), cut=replaced if abstain else [])

@@ -20,9 +20,17 @@ from mmrag.generation.verification.questions import (
     answers_the_question,
     asks_open,
     asks_yes_no,
+    topic,
     yes_no_verdict,
 )
-from mmrag.generation.verification.reading import STOPWORDS, attribute, read, sentences, terms
+from mmrag.generation.verification.reading import (
+    STEM,
+    STOPWORDS,
+    attribute,
+    read,
+    sentences,
+    terms,
+)
 
 SHOWN = "The photo shows"
 
@@ -42,18 +50,35 @@ def extract(question: str, sources: Sequence[SourceLike]) -> tuple[str, int] | N
                 if not open_request:
                     return said, number
                 new = terms(sentence).words - terms(question).words
-                found.append((-len(new), len(found), said, number))
+                about = _about(topic(question), sentence)
+                found.append((not about, -len(new), len(found), said, number))
     if found:
-        _, _, said, number = min(found)
+        *_, said, number = min(found)
         return said, number
     return None
 
 
+def _about(thing: str, sentence: str) -> bool:
+    """Whether a sentence is about a thing: its subject is the thing ("The Harbor Inn is an
+    inn in Dunmore, built in 1888 …" is about the Harbor Inn; "Visitors can climb 194 steps
+    to the top of the Aldric Tower" is about visitors, "The upper floor of the Harbor Inn"
+    about a floor)."""
+    wanted = read(thing)
+    heads = {STEM(word.lemma) for word in wanted.words if word.dep == "ROOT"}
+    reading = read(sentence)
+    for subject in reading.subjects():
+        named = {STEM(word.lemma) for word in reading.subtree(subject.i)}
+        if STEM(subject.lemma) in heads and terms(thing).words <= named:
+            return True
+    return False
+
+
 def full_sentence(sentence: str, source: SourceLike) -> str | None:
     """The sentence, or a caption's noun phrase said of its photo; None for other fragments."""
-    if read(sentence).finite():
+    image = source.modality == "image"
+    if read(sentence).finite(past=not image):
         return sentence
-    if source.modality != "image" or not sentence:
+    if not image or not sentence:
         return None
     return f"{SHOWN} {_lower_article(sentence)}"
 

@@ -337,9 +337,15 @@ def relation_gaps(
 
     if search(0, {}):
         return []
-    worst = max(edges, key=lambda edge: min(edge))
-    word = said.words[max(worst)]
-    other = said.words[min(worst)]
+    # The relation no source says even alone, else the last one the claim makes; the word
+    # that hangs lower in the claim's parse is the one said of the other.
+    alone = [
+        (a, b)
+        for a, b in edges
+        if not any(fits({a: x, b: y}, a, b, hopeful) for x in options[a] for y in options[b])
+    ]
+    pair = (alone or list(edges))[-1]
+    word, other = sorted((said.words[i] for i in pair), key=lambda w: -len(said.ancestors(w.i)))
     return [_gap(word, f"no cited source says '{word.text}' of '{other.text}'")]
 
 

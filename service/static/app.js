@@ -351,6 +351,19 @@ function renderAnswer(bubble, result, turn) {
     parts.push(text);
   }
 
+  // What the model wrote that its sources do not say: left out of the answer, shown muted.
+  const cuts = Array.isArray(result.cut) ? result.cut : [];
+  for (const cut of cuts) {
+    if (typeof cut?.text !== "string" || !cut.text) continue;
+    const said = el("p", "cut");
+    said.append(el("span", "cut-label", "Left out, not in the sources: "));
+    said.append(el("s", "cut-text", cut.text));
+    if (typeof cut.reason === "string" && cut.reason) {
+      said.append(el("span", "cut-reason", ` (${cut.reason})`));
+    }
+    parts.push(said);
+  }
+
   if (result.generation_error) {
     const notice = el(
       "p",
