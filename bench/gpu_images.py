@@ -1,48 +1,64 @@
-"""CLIP image builds: images/s end to end from imgs.tsv against encode-only, per image path.
+"""CLIP image builds: images/s end to end from imgs.tsv against encode-only, per image path,
+and the read of imgs.tsv alone.
 
-    python -m bench.gpu_images --device cuda --images 8192 --batch 256 --workers 8 \\
+    python -m bench.gpu_images --stage read --images 4096 --workers 2 \\
+        --out docs/bench/image-read-cpu.json
+    python -m bench.gpu_images --device cuda --images 6144 --batch 256 --workers 8 --paths gpu \\
         --out docs/bench/gpu-images-h100.json
     python -m bench.gpu_images --device cuda --check --out docs/bench/gpu-images-check-h100.json
     python -m bench.gpu_images --device cpu --images 64 --batch 32 --workers 2 --models vit-b-32
 
 Random-weight CLIP of the real sizes (throughput does not depend on the weights): ViT-B/32 and
-ViT-L/14 (tests/tiny_models.py). The store is bench/dense.py's: 640x480 photo-like JPEGs in
-imgs.tsv, as the GPU figures of docs/BENCHMARKS.md were measured on.
+ViT-L/14 (tests/tiny_models.py). The store holds 640x480 noise JPEGs (233 KB at quality 85,
+WebQA-sized, and as costly to decode as photos), 256 distinct ones repeated under their own
+keys, so that a device's minutes go to measuring rather than to encoding JPEGs. Each model's
+figures are written (--out) as soon as they are measured, so a run cut short keeps them.
+
+- read: imgs.tsv rows to image bytes (`WebQAImageStore.read_bytes`: the row's pread and its
+  base64), each worker reading whole batches as a build's prefetch threads do, with one worker
+  and with --workers; and base64 alone, the standard library's against pybase64's;
 
 - end to end: what a build does for its CLIP component (`LocalExecutor.image_vectors`: rows read
   from imgs.tsv, decoded and preprocessed in prefetch threads, encoded, then the vectors saved);
 - decode + preprocess: the same prefetch threads with no encoder;
 - encode only: the encoder on pixels already on its device, in the same batches.
 
-Paths: "gpu" (nvJPEG and the processor's recipe on the device, `indexes/encoders/gpu_images.py`;
-CUDA with torchvision only) and "processor" (Pillow and the Hugging Face processor in threads:
-the CPU path, and the GPU build's before issue 26).
+Paths (`--paths gpu|processor|both`): "gpu" (nvJPEG and the processor's recipe on the device,
+`indexes/encoders/gpu_images.py`; CUDA with torchvision only) and "processor" (Pillow and the
+Hugging Face processor in threads: the CPU path, and the GPU build's before issue 26).
 
 `--check`: on real photos (the sample corpus's 129 and scikit-learn's two, one of them also
 stored with an EXIF turn, in grey and as PNG) how far the encoder's path is from the CPU
-processor (Pillow backend): pixel differences in levels of 255, max and mean, and the cosine
-of ViT-B/32's embeddings of the two. Without a CUDA device with torchvision, Pillow decodes
-and the recipe is checked alone.
+processor (Pillow backend): pixel differences in levels of 255, max and mean, per photo at the
+median and at worst, and the cosine of ViT-B/32's embeddings of the two; on the GPU path also
+how far each photo decoded alone is from the same photo decoded in a batch, in model-input
+units (0: nothing of it left to what the device's memory held). Without a CUDA device with
+torchvision, Pillow decodes and the recipe is checked alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import importlib.resources
 import io
 import os
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pybase64
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.dense import photo_store, rate
-from bench.report import write_report
+from bench.dense import rate
+from bench.report import machine, write_report
 from mmrag.indexes.encoders.clip import load_clip
 from mmrag.indexes.encoders.gpu_images import PixelRecipe, gpu_images
 from mmrag.indexes.encoders.prefetch import batch_pixels, prefetch_batches
@@ -52,6 +68,68 @@ from tests.helpers import SAMPLE, write_imgs_tsv
 from tests.tiny_models import tiny_clip
 
 MODELS = {"vit-b-32": {"vit_b_32": True}, "vit-l-14": {"vit_l_14": True}}
+PATHS = {"gpu": ("gpu",), "processor": ("processor",), "both": ("gpu", "processor")}
+DISTINCT_PHOTOS = 256
+
+
+def photo_store(folder: Path, n: int) -> WebQAImageStore:
+    """imgs.tsv of n rows of 640x480 noise JPEGs, DISTINCT_PHOTOS of them repeated."""
+    rng = np.random.default_rng(0)
+    photos = [
+        image_bytes(
+            Image.fromarray(rng.integers(0, 256, (480, 640, 3), np.uint8)), "JPEG", quality=85
+        )
+        for _ in range(min(n, DISTINCT_PHOTOS))
+    ]
+    images = {30_000_000 + i: photos[i % len(photos)] for i in range(n)}
+    return WebQAImageStore(write_imgs_tsv(folder, images))
+
+
+def read_rate(store: WebQAImageStore, refs: list[str], batch: int, workers: int) -> float:
+    """Rows read to image bytes per second, each worker reading whole batches."""
+
+    def read(start: int) -> None:
+        for ref in refs[start : start + batch]:
+            store.read_bytes(ref)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(read, range(0, len(refs), batch)))
+    return rate(len(refs), time.perf_counter() - started)
+
+
+def decode_rate(decode: Callable[[bytes], bytes], payloads: list[bytes]) -> float:
+    started = time.perf_counter()
+    for payload in payloads:
+        decode(payload)
+    return rate(len(payloads), time.perf_counter() - started)
+
+
+def read_stage(n: int, batch: int, workers: int, repeats: int) -> dict:
+    """The read alone, from the page cache (every row read once beforehand), in turns."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = photo_store(Path(tmp), n)
+        refs = [str(30_000_000 + i) for i in range(n)]
+        sizes = [len(store.read_bytes(ref)) for ref in refs]
+        counts = sorted({1, workers})
+        runs: dict[int, list[float]] = {count: [] for count in counts}
+        for _ in range(repeats):
+            for count in counts:
+                runs[count].append(read_rate(store, refs, batch, count))
+        payloads = [base64.b64encode(store.read_bytes(ref)) for ref in refs[:DISTINCT_PHOTOS]]
+        result: dict = {
+            "images": n,
+            "mean_jpeg_bytes": round(statistics.mean(sizes)),
+            "batch": batch,
+        }
+        for count in counts:
+            result[f"read_{count}_workers_per_s"] = statistics.median(runs[count])
+            result[f"read_{count}_workers_runs"] = runs[count]
+        result["base64_alone_1_thread_per_s"] = {
+            "stdlib": decode_rate(lambda p: base64.b64decode(p, validate=True), payloads),
+            "pybase64": decode_rate(lambda p: pybase64.b64decode(p, validate=True), payloads),
+        }
+    return result
 
 
 def synchronize(device: str) -> None:
@@ -91,10 +169,22 @@ def encode_only(clip, store, refs: list[str], batch: int) -> float:
     return rate(len(refs), time.perf_counter() - started)
 
 
-def throughput(model: str, n: int, batch: int, workers: int, device: str) -> dict:
+def throughput(
+    model: str,
+    n: int,
+    batch: int,
+    workers: int,
+    device: str,
+    paths: tuple[str, ...],
+    measured: Callable[[dict], None],
+) -> None:
+    """`measured(result)` after each figure, so that every figure is kept as soon as it is."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         clip = load_clip(str(tiny_clip(folder / "clip", **MODELS[model])), device=device)
+        if "gpu" in paths and clip.gpu_images is None:
+            raise SystemExit("the gpu path needs a CUDA device with torchvision")
+        pipeline, clip.gpu_images = clip.gpu_images, None  # encode-only's pixels, either path
         store = photo_store(folder, n)
         refs = [str(30_000_000 + i) for i in range(n)]
         result = {
@@ -106,11 +196,11 @@ def throughput(model: str, n: int, batch: int, workers: int, device: str) -> dic
             "workers": workers,
             "encode_only_per_s": encode_only(clip, store, refs, batch),
         }
-        if clip.gpu_images is not None:
-            result["gpu"] = timed_path(clip, store, refs, batch, workers, folder)
-            clip.gpu_images = None
-        result["processor"] = timed_path(clip, store, refs, batch, workers, folder)
-    return result
+        measured(result)
+        for path in paths:
+            clip.gpu_images = pipeline if path == "gpu" else None
+            result[path] = timed_path(clip, store, refs, batch, workers, folder)
+            measured(result)
 
 
 def image_bytes(picture: Image.Image, format: str, **options) -> bytes:
@@ -151,13 +241,15 @@ def check(device: str, chunk: int = 64) -> dict:
         store = WebQAImageStore(write_imgs_tsv(folder, dict(enumerate(photos, 30_000_000))))
         refs = [str(30_000_000 + i) for i in range(len(photos))]
         std = np.asarray(processor.image_std, np.float32).reshape(1, 3, 1, 1)
-        levels, cosines = [], []
+        levels, cosines, batched = [], [], []
         for start in range(0, len(refs), chunk):
             part = refs[start : start + chunk]
             pictures = [decode_image(store.read_bytes(ref)) for ref in part]
             expected = processor(images=pictures, return_tensors="np")["pixel_values"]
             if pipeline is not None:
                 got = pipeline.pixels(store, part)[0].cpu().numpy()
+                alone = [pipeline.pixels(store, [ref])[0][0].cpu().numpy() for ref in part]
+                batched.append(float(np.abs(np.stack(alone) - got).max()))
             else:
                 tensors = [torch.from_numpy(np.array(p)).permute(2, 0, 1) for p in pictures]
                 got = recipe.apply(tensors, torch.float32).numpy()
@@ -165,16 +257,20 @@ def check(device: str, chunk: int = 64) -> dict:
             cosines.append(np.sum(clip.encode_pixels(got) * clip.encode_pixels(expected), axis=1))
     apart, cosine = np.concatenate(levels), np.concatenate(cosines)
     per_photo = apart.mean(axis=(1, 2, 3))
-    return {
+    result = {
         "photos": len(photos),
         "decoder": "nvJPEG" if pipeline is not None else "Pillow (no CUDA device with torchvision)",
         "model": f"CLIP vit-b-32 (random weights), {clip.dtype} on {device}",
         "pixel_max_abs_levels": round(float(apart.max()), 3),
         "pixel_mean_abs_levels": round(float(apart.mean()), 4),
+        "photo_mean_abs_levels_median": round(float(np.median(per_photo)), 4),
         "worst_photo_mean_abs_levels": round(float(per_photo.max()), 4),
         "cosine_min": round(float(cosine.min()), 6),
         "cosine_mean": round(float(cosine.mean()), 6),
     }
+    if batched:  # in model-input units: 0 or not is what matters
+        result["alone_vs_batch_max_abs_difference"] = max(batched)
+    return result
 
 
 def main() -> None:
@@ -184,24 +280,41 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=4096)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1))
+    parser.add_argument("--paths", choices=list(PATHS), default="both")
+    parser.add_argument("--stage", choices=["all", "read"], default="all")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of the read stage, in turns")
     parser.add_argument("--check", action="store_true", help="pixels and embeddings only")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     import torch
 
     results: dict = {
-        "machine": {
-            "cpus": os.cpu_count(),
-            "torch": torch.__version__,
-            "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None,
-        }
+        "command": " ".join(sys.argv),
+        "machine": machine(
+            torch=torch.__version__,
+            gpu=torch.cuda.get_device_name() if args.device.startswith("cuda") else None,
+        ),
     }
     if args.check:
         results["check"] = check(args.device)
+    elif args.stage == "read":
+        results["read"] = read_stage(args.images, args.batch, args.workers, args.repeats)
     else:
         for model in args.models:
-            results[model] = throughput(model, args.images, args.batch, args.workers, args.device)
-            print(results[model], file=sys.stderr)
+
+            def measured(result: dict, model: str = model) -> None:
+                results[model] = result
+                write_report(results, args.out)
+
+            throughput(
+                model,
+                args.images,
+                args.batch,
+                args.workers,
+                args.device,
+                PATHS[args.paths],
+                measured,
+            )
     write_report(results, args.out)
 
 
