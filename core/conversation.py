@@ -8,12 +8,19 @@ answer.
 
 Two resolvers, chosen by the `rewrite` setting:
 
-- `rules` (the offline default; no model needed): the topic is the named thing of the latest
-  turn that names one (the question's, else the answer's: "the Harbor Inn"), carried into a
-  follow-up that refers back to it: "it", "its", "they", "them", "their", a closing "there", or
-  "the same"; or that leaves it out, naming nothing ("And the roof?", "How many windows are on
-  the upper floor?"). A turn that names its own thing starts a new topic and is left as it is,
-  as is one with a number (a date or a count asks about something of its own).
+- `rules` (the offline default; no model needed): each turn is read through its `Reading`
+  (spaCy's parts of speech, parse and entities), so a request's verb ("Tell me about",
+  "Describe", "Show me"), a "Please", an "I'm …" or a "Thanks!" is never taken for a name. The
+  topic is what a reader would carry: what an open request asks about, with its attachments
+  ("the tram of Oldenport"); else the first thing the turn names ("the Harbor Inn", not the
+  door of it; "the lighthouse of Dunmore" where the name is a bare place); else, when the
+  question named nothing, what the answer named. It is carried into a follow-up that refers
+  back ("it", "its", "they", "them", "their", a closing "there" for the place, "the same"),
+  that continues ("And the roof?"), or that names nothing ("How many windows are on the upper
+  floor?"); a follow-up that opens with "Thanks!" or "OK." is resolved past them. A question
+  complete on its own is left exactly as it was: one that names its own thing before any word
+  that refers back, one with a number (a date or a count of its own), or one that asks which
+  thing of a kind ("Which lake is the deepest in the world?").
 - `llm`: the generator rewrites the question from the conversation (LlamaIndex's
   condense-question mode), for models that can; the rules stand where its reply is unusable.
 """
@@ -22,12 +29,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from mmrag.generation.citations import strip_markers
 from mmrag.generation.engines.base import Engine
 from mmrag.generation.prompts import rewrite_messages
 from mmrag.generation.types import Turn
-from mmrag.generation.verification.reading import STOPWORDS
+from mmrag.generation.verification.questions import asks_open, topic
+from mmrag.generation.verification.reading import ATTRIBUTE_NOUNS, Reading, Word, read
 
 RewriteMode = Literal["rules", "llm"]
 
@@ -38,103 +48,137 @@ class Resolver(Protocol):
         ...
 
 
-_WORD = re.compile(r"[^\W\d_][\w'’.-]*|\d[\d.,:]*|[^\w\s]")
-# Words between the capitalised words of one name: "Chapel of St. Aidan", "Stratford upon Avon".
-_NAME_JOINERS = frozenset({"of", "the", "de", "la", "upon", "on", "and", "&"})
+# Words inside one name between its proper nouns: "Chapel of St. Aidan", "St. Brigid's Church".
+_NAME_JOINERS = frozenset({"of", "upon", "de", "la", "'s", "’s", "&"})
 _BACK_REFERENCES = {"it": "{t}", "they": "{t}", "them": "{t}", "its": "{t}'s", "their": "{t}'s"}
-_CONTINUATIONS = re.compile(
-    r"^\s*(?:and\s+what\s+about|what\s+about|how\s+about|and|also|but)\b[\s,]*", re.IGNORECASE
-)
-_CLAUSE_FINAL_THERE = re.compile(r"\bthere(?=\s*[?.!,]|\s*$)", re.IGNORECASE)
-_SAME = re.compile(r"\bthe\s+same\b", re.IGNORECASE)
-# Verbs that close a question after its noun ("What does the sign say?"): a noun phrase ends
-# before them. Small and closed on purpose; anything else ending in -ed or -ing counts too.
-_VERBS = frozenset(
-    {"say", "says", "show", "shows", "have", "has", "open", "opens", "close", "closes"}
-    | {"mean", "means", "look", "looks", "stand", "stands", "sell", "sells", "cost", "costs"}
-    | {"cross", "crosses", "hang", "hangs", "hold", "holds", "read", "reads", "made", "built"}
-)
-
-
-def _words(text: str) -> list[re.Match[str]]:
-    return list(_WORD.finditer(text))
-
-
-def _capitalised(token: str) -> bool:
-    return token[:1].isupper() and token.lower() not in STOPWORDS
-
-
+_CONTINUING = frozenset({"and", "also", "but"})
+_WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
 
 
-def named_things(text: str) -> list[str]:
-    """Names in the order they appear, each as written with its article ("the Harbor Inn",
-    "Dunmore", "St. Brigid's Church"), a possessive's "'s" left off: runs of capitalised
-    words, less a question's opening word ("What", "Is") and quoted text (the words on a sign,
-    "BREAD", are what it says, not what it is)."""
-    text = _QUOTED.sub(lambda quoted: " " * len(quoted.group()), text)
-    tokens = _words(text)
+@dataclass(frozen=True)
+class Topic:
+    """What a follow-up refers back to ("the lighthouse of Dunmore"), and the place it names
+    for a closing "there" ("Dunmore")."""
+
+    phrase: str
+    place: str
+
+
+def _spans(reading: Reading) -> list[tuple[int, int]]:
+    """Quoted text: the words on a sign ("BREAD") are what it says, not what it is."""
+    return [match.span() for match in _QUOTED.finditer(reading.text)]
+
+
+def _names(reading: Reading) -> list[tuple[int, int]]:
+    """Where each name stands, in words [start, end): runs of proper nouns (and the words
+    that join them in one name), with a leading "the", a possessive's "'s" left off."""
+    quoted = _spans(reading)
+    words = reading.words
+
+    def proper(word: Word) -> bool:
+        inside = any(start <= word.start < end for start, end in quoted)
+        return word.proper and word.text[:1].isupper() and not inside
+
     found, at = [], 0
-    while at < len(tokens):
-        token = tokens[at].group()
-        if not _capitalised(token) or (at == 0 and token.lower() in STOPWORDS):
+    while at < len(words):
+        if not proper(words[at]):
             at += 1
             continue
         end = at + 1
-        while end < len(tokens):
-            word = tokens[end].group()
-            if _capitalised(word):
+        while end < len(words):
+            if proper(words[end]):
                 end += 1
-            elif word.lower() in _NAME_JOINERS and end + 1 < len(tokens):
-                following = tokens[end + 1].group()
-                if not _capitalised(following):
+            elif words[end].text.lower() in _NAME_JOINERS and end + 1 < len(words):
+                if not proper(words[end + 1]):
                     break
                 end += 2
             else:
                 break
-        begin = tokens[at].start()
-        if at > 0 and tokens[at - 1].group().lower() == "the":
-            begin = tokens[at - 1].start()
-        name = text[begin : tokens[end - 1].end()]
-        found.append(re.sub(r"['’]s$", "", name))
+        begin = at - 1 if at > 0 and words[at - 1].text.lower() == "the" else at
+        found.append((begin, end))
         at = end
     return found
 
 
-def _starts_lowercase(name: str) -> str:
+def _text(reading: Reading, start: int, end: int) -> str:
+    return reading.text[reading.words[start].start : reading.words[end - 1].end]
+
+
+def named_things(text: str) -> list[str]:
+    """Names in the order they appear, each as written with its article ("the Harbor Inn",
+    "Dunmore", "St. Brigid's Church")."""
+    reading = read(text)
+    return [_text(reading, start, end) for start, end in _names(reading)]
+
+
+def _lower(phrase: str) -> str:
     """Inside a sentence: "The Harbor Inn" -> "the Harbor Inn"."""
-    return "the" + name[3:] if name.startswith("The ") else name
+    return "the" + phrase[3:] if phrase.startswith("The ") else phrase
 
 
-def _definite_phrase(text: str) -> tuple[int, int] | None:
-    """Where the first "the ..." noun phrase of a question stands (up to three words, ending
-    before a stopword, a number, punctuation or a verb)."""
-    tokens = _words(text)
-    for at, token in enumerate(tokens):
-        if token.group().lower() != "the":
-            continue
-        end = at + 1
-        while end < len(tokens) and end - at <= 3:
-            word = tokens[end].group()
-            lower = word.lower()
-            verb = lower in _VERBS or lower.endswith(("ed", "ing"))
-            if not word[0].isalpha() or lower in STOPWORDS or (verb and end > at + 1):
-                break
-            end += 1
-        if end > at + 1:
-            return tokens[at].start(), tokens[end - 1].end()
+def topic_of(text: str) -> Topic | None:
+    """What a turn is about, as a reader would carry it: an open request's topic with its
+    attachments, else the first name it gives (with the thing it names, where it is a bare
+    place: "the lighthouse of Dunmore"), else nothing."""
+    reading = read(text)
+    names = _names(reading)
+    place = _text(reading, *names[-1]) if names else ""
+    if asks_open(text) and (asked := topic(text)) != text:
+        inner = [_text(read(asked), *span) for span in _names(read(asked))]
+        return Topic(_lower(asked), inner[-1] if inner else _lower(asked))
+    if not names:
+        return None
+    start, end = names[0]
+    first = reading.words[start]
+    owner = reading.words[first.head] if first.dep == "pobj" else None
+    if first.text.lower() != "the" and owner is not None and owner.text.lower() == "of":
+        thing = reading.words[owner.head]
+        if thing.pos == "NOUN":  # "the lighthouse of Dunmore": a thing of a bare place
+            begin = min((w.i for w in reading.children(thing.i) if w.dep == "det"), default=thing.i)
+            return Topic(_lower(_text(reading, begin, end)), _text(reading, start, end))
+    name = _text(reading, start, end)
+    return Topic(_lower(name), _lower(place) or _lower(name))
+
+
+def _question(text: str) -> tuple[str, str]:
+    """A turn's question and what comes before it: "Thanks! How many rooms does it have?"
+    asks "How many rooms does it have?" after "Thanks!"."""
+    said = read(text).sentence_texts()
+    if len(said) < 2:
+        return "", text
+    last = said[-1]
+    return text[: text.rfind(last)].strip(), last
+
+
+def _definite_phrase(reading: Reading) -> tuple[int, int] | None:
+    """Where the first "the …" noun phrase of a question stands, in characters ("the door"
+    of "the door of the Harbor Inn")."""
+    for word in reading.words:
+        if word.text.lower() == "the" and word.dep == "det" and word.head > word.i:
+            head = reading.words[word.head]
+            return word.start, head.end
     return None
 
 
 def _with_topic(question: str, topic: str) -> str:
     """A question that leaves its subject out, made to name it: "of the Harbor Inn" after its
     first definite noun phrase, else after the whole question."""
-    phrase = _definite_phrase(question)
-    body = question.rstrip(" ?.!")
+    phrase = _definite_phrase(read(question))
     if phrase is None:
-        return f"{body} of {topic}?"
+        return f"{question.rstrip(' ?.!')} of {topic}?"
     end = phrase[1]
     return f"{question[:end]} of {topic}{question[end:]}"
+
+
+def _asks_which(reading: Reading) -> bool:
+    """Whether a question asks which thing of a kind it names ("Which lake is the deepest
+    in the world?"): complete on its own, unlike "What colour is …", which asks of one."""
+    for word in reading.words:
+        if word.tag == "WDT" and word.dep == "det":
+            kind = reading.words[word.head]
+            return kind.pos in ("NOUN", "PROPN") and kind.lemma not in ATTRIBUTE_NOUNS
+    return False
 
 
 class RuleResolver:
@@ -145,70 +189,102 @@ class RuleResolver:
         for turn in turns:
             if turn.role == "user":
                 previous = self._rewrite(turn.content, topic, previous)
-                names = named_things(previous)
-                topic = names[0] if names else topic
-                asked_names = bool(names)
-            elif not asked_names and (names := named_things(turn.content)):
-                topic = names[0]  # the answer named what the question did not
+                found = topic_of(previous) or topic_of(turn.content)
+                topic = found or topic
+                # "Which inn in Greywick has a purple door?" asks for a thing the answer names.
+                asked_names = found is not None and not _asks_which(read(previous))
+            elif not asked_names and (found := topic_of(strip_markers(turn.content))):
+                topic = found  # the answer named what the question did not
         return self._rewrite(question, topic, previous)
 
-    def _rewrite(self, question: str, topic: str | None, previous: str | None) -> str:
+    def _rewrite(self, turn: str, topic: Topic | None, previous: str | None) -> str:
+        opening, question = _question(turn)
+        if opening and (named := topic_of(opening)):
+            topic = named  # "I'm visiting Dunmore. How many arches does it have?"
         if topic is None:
-            return question
-        topic = _starts_lowercase(topic)
-        if self._names_first(question):
+            return turn
+        resolved = self._resolved(question, topic, previous)
+        return turn if resolved == question else resolved
+
+    def _resolved(self, question: str, topic: Topic, previous: str | None) -> str:
+        reading = read(question)
+        if self._names_first(reading):
             return question  # a thing of its own, named before anything refers back
-        substituted = self._substitute(question, topic)
+        refers = any(word.text.lower() in _BACK_REFERENCES for word in reading.words)
+        if not (refers or question.rstrip().endswith("?")):
+            return question  # "Thanks!", "OK.": nothing asked
+        substituted = self._substitute(reading, topic)
         if substituted != question:
             return substituted
-        if any(token.group()[0].isdigit() for token in _words(question)):
+        if any(word.number is not None for word in reading.words):
             return question  # a date or a count of its own: a new topic
-        continuation = _CONTINUATIONS.match(question)
-        if continuation and previous is not None:
-            return self._continue(question[continuation.end() :], previous, topic)
-        return _with_topic(question, topic)
+        rest = self._continuation(reading)
+        if rest is not None and previous is not None:
+            return self._continue(rest, previous, topic.phrase)
+        if _asks_which(reading):
+            return question  # which thing of a kind: asked of the world, not of the topic
+        return _with_topic(question, topic.phrase)
 
     @staticmethod
-    def _names_first(question: str) -> bool:
+    def _names_first(reading: Reading) -> bool:
         """Whether a name comes before any word that refers back: then that word is about it."""
-        names = named_things(question)
+        names = _names(reading)
         if not names:
             return False
-        first_name = question.find(names[0])
-        lowered = question.lower()
-        refers = [
-            match.start()
-            for word in _BACK_REFERENCES
-            for match in re.finditer(rf"\b{word}\b", lowered)
-        ]
-        return not refers or first_name < min(refers)
+        refers = [w.i for w in reading.words if w.text.lower() in _BACK_REFERENCES]
+        return not refers or names[0][0] < min(refers)
 
     @staticmethod
-    def _substitute(question: str, topic: str) -> str:
+    def _substitute(reading: Reading, topic: Topic) -> str:
         """Back references replaced by the topic: "it" by "the Harbor Inn", "its" by "the
-        Harbor Inn's", a closing "there" by "at the Harbor Inn"; "the same" gets it beside."""
-
-        def replace(match: re.Match[str]) -> str:
-            return _BACK_REFERENCES[match.group().lower()].format(t=topic)
-
-        pattern = r"\b(?:" + "|".join(_BACK_REFERENCES) + r")\b"
-        text = re.sub(pattern, replace, question, flags=re.IGNORECASE)
-        place = f"at {topic}" if topic.lower().startswith("the ") else f"in {topic}"
-        text = _CLAUSE_FINAL_THERE.sub(place, text)
-        if text == question and _SAME.search(question):
-            text = _with_topic(question, topic)
+        Harbor Inn's", a closing "there" by "in Dunmore" ("at the Harbor Inn"); "the same" gets
+        the topic beside it."""
+        text, edits = reading.text, []
+        for word in reading.words:
+            lower = word.text.lower()
+            if lower in _BACK_REFERENCES:
+                edits.append((word, _BACK_REFERENCES[lower].format(t=topic.phrase)))
+            elif lower == "there" and word.dep != "expl" and _closes(reading, word):
+                place = topic.place
+                edits.append((word, f"at {place}" if place.startswith("the ") else f"in {place}"))
+        for word, replacement in sorted(edits, key=lambda edit: -edit[0].start):
+            text = text[: word.start] + replacement + text[word.end :]
+        if not edits and any(
+            w.text.lower() == "same" and w.i > 0 and reading.words[w.i - 1].text.lower() == "the"
+            for w in reading.words
+        ):
+            text = _with_topic(text, topic.phrase)
         return text[:1].upper() + text[1:]
 
     @staticmethod
-    def _continue(rest: str, previous: str, topic: str) -> str:
+    def _continuation(reading: Reading) -> str | None:
+        """What "And the roof?", "What about the roof?" or "Also the windows?" asks about."""
+        words = [w for w in reading.words if w.text[0].isalnum()]
+        lowers = [w.text.lower() for w in words]
+        skip = 0
+        while skip < len(lowers) and lowers[skip] in _CONTINUING:
+            skip += 1
+        if lowers[skip : skip + 2] in (["what", "about"], ["how", "about"]):
+            skip += 2
+        if skip == 0 or skip >= len(words) or words[skip].tag in _WH_TAGS:
+            return None  # "And how many guest rooms?" asks a question of its own
+        return reading.text[words[skip].start :].rstrip("?.! ")
+
+    @staticmethod
+    def _continue(thing: str, previous: str, topic: str) -> str:
         """ "And the roof?" after "What color is the door of the Harbor Inn?": the earlier
         question, asked of the new thing."""
-        thing = rest.strip().rstrip("?.! ")
-        phrase = _definite_phrase(previous)
+        phrase = _definite_phrase(read(previous))
         if phrase is not None and thing:
             start, end = phrase
             return f"{previous[:start]}{thing}{previous[end:]}"
         return _with_topic(f"What about {thing}?", topic)
+
+
+def _closes(reading: Reading, word: Word) -> bool:
+    """Whether a word closes its clause: nothing but punctuation after it."""
+    after = reading.words[word.i + 1 :]
+    return not after or not after[0].text[0].isalnum()
 
 
 MAX_REWRITE_CHARS = 300

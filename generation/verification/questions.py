@@ -23,6 +23,7 @@ from mmrag.generation.verification.attributes import (
 from mmrag.generation.verification.reading import (
     ATTRIBUTE_KIND,
     STEM,
+    SUBJECTS,
     Reading,
     Word,
     read,
@@ -30,8 +31,7 @@ from mmrag.generation.verification.reading import (
 )
 
 _ASKS_NUMBER = re.compile(
-    r"^\s*(how (many|much|tall|long|old|high|far|big|wide|deep|heavy|large)|when|in what year|"
-    r"what year|which year|what number|which number)\b",
+    r"^\s*(how (many|much)|when|in what year|what year|which year|what number|which number)\b",
     re.IGNORECASE,
 )
 _ASKS_PLACE = re.compile(r"^\s*where\b", re.IGNORECASE)
@@ -48,6 +48,7 @@ _ASKS_YES_NO = re.compile(
     r"^\s*(is|are|was|were|does|do|did|has|have|had|can|could|will|would)\b", re.IGNORECASE
 )
 _TYPED = (_ASKS_NUMBER, _ASKS_PLACE, _ASKS_PERSON, _ASKS_ATTRIBUTE, _ASKS_NAME)
+_ASKS_OBJECT = re.compile(r"^\s*what (?:does|do|did)\b", re.IGNORECASE)
 # "Are there more than three ducks ...?": a count compared, not matched.
 _COMPARED = re.compile(
     r"\b(more than|over|at least|fewer than|less than|under|at most) (\w+)\b", re.IGNORECASE
@@ -82,9 +83,18 @@ def with_synonyms(words: frozenset[str]) -> frozenset[str]:
     return words.union(*(group for group in SAME_RELATION if group & words))
 
 
+def _measure_end(question: str) -> int | None:
+    """Where "How tall", "How fast", "How often" ends: "how" and an adjective or adverb ask a
+    measure, a number."""
+    words = [word for word in read(question).words if word.text[0].isalnum()]
+    if len(words) > 1 and words[0].text.lower() == "how" and words[1].pos in ("ADJ", "ADV"):
+        return words[1].end
+    return None
+
+
 def asks_number(question: str) -> bool:
-    """ "How many", "when", "in what year", "what number"."""
-    return bool(_ASKS_NUMBER.match(question))
+    """ "How many", "How tall", "when", "in what year", "what number"."""
+    return bool(_ASKS_NUMBER.match(question)) or _measure_end(question) is not None
 
 
 def asks_yes_no(question: str) -> bool:
@@ -132,21 +142,42 @@ def claimed_of_subject(question: str, claim: str, kind: str) -> frozenset[str]:
     return attributes_of_subject(claim, subject, kind) & said or said
 
 
-def relation(question: str) -> frozenset[str]:
-    """What a typed question ("who", "when", "how many", "where", "what colour") asks about its
-    subject: the stems of its verbs after the opening ("owns", "close", "designed"). The answer
-    type alone (any person, any number, any colour) says nothing of it, so an answer must state
-    it and its source must say it (not only the question): Tomas Mallory who built the inn
-    does not answer "Who owns the inn?". Untyped questions have none."""
+def _opening_end(question: str) -> int | None:
+    """Where a typed question's opening ends ("Who", "How tall", "What colour", "What does"),
+    or None for an untyped one."""
     for asks in _TYPED:
-        opening = asks.match(question)
-        if opening:
-            return frozenset(
-                STEM(word.lemma)
-                for word in read(question).words
-                if word.start >= opening.end() and word.pos == "VERB" and word.content
-            )
-    return frozenset()
+        if opening := asks.match(question):
+            return opening.end()
+    if (measured := _measure_end(question)) is not None:
+        return measured
+    if opening := _ASKS_OBJECT.match(question):  # "What does the Mill Bridge carry?"
+        return opening.end()
+    return None
+
+
+def relation(question: str) -> frozenset[str]:
+    """What a typed question ("who", "when", "how many", "where", "what colour", "what does")
+    asks about its subject: the stems of its verbs after the opening ("owns", "close",
+    "designed", "carry"), and the role a "who is" question names ("Who is the priest …?").
+    The answer type alone (any person, any number, any colour) says nothing of it, so an answer
+    must state it and its source must say it (not only the question): Tomas Mallory who built
+    the inn does not answer "Who owns the inn?", nor the glazier of a chapel who its priest is.
+    Untyped questions and open requests have none."""
+    after = _opening_end(question)
+    if after is None or asks_open(question):
+        return frozenset()
+    reading = read(question)
+    verbs = {w for w in reading.words if w.start >= after and w.pos == "VERB" and w.content}
+    roles = set()
+    if _ASKS_PERSON.match(question):
+        roots = [w for w in reading.words if w.dep == "ROOT" and w.pos == "AUX"]
+        roles = {
+            child
+            for root in roots
+            for child in reading.children(root.i)
+            if child.dep in ("attr", "nsubj") and child.pos == "NOUN" and child.content
+        }
+    return frozenset(STEM(word.lemma) for word in verbs | roles)
 
 
 def gives_what_is_asked(question: str, sentence: str) -> bool:
@@ -213,11 +244,20 @@ def _as_request(question: str) -> Reading:
     return reading
 
 
+def _looks(reading: Reading) -> Word | None:
+    """The thing of "What does the Kell Bridge look like?", a request to describe it."""
+    for word in reading.words:
+        if word.lemma == "look" and any(c.text.lower() == "like" for c in reading.children(word.i)):
+            return next((c for c in reading.children(word.i) if c.dep in SUBJECTS), None)
+    return None
+
+
 def asks_open(question: str) -> bool:
     """An open request, asking for anything the sources say of a thing: "Tell me about the
-    Harbor Inn", "Describe Kestrel Point Lighthouse", "What is special about …"."""
+    Harbor Inn", "Describe Kestrel Point Lighthouse", "What is special about …", "What does
+    the Kell Bridge look like?"."""
     reading = _as_request(question)
-    return _request(reading) is not None or _about(reading) is not None
+    return any(find(reading) is not None for find in (_request, _about, _looks))
 
 
 def _objects(reading: Reading, word: Word) -> list[Word]:
@@ -235,6 +275,8 @@ def topic(question: str) -> str:
     reading = _as_request(question)
     about, request = _about(reading), _request(reading)
     heads = _objects(reading, about) if about else []
+    if not heads and (looked := _looks(reading)) is not None:
+        heads = [looked]
     if not heads and request is not None:
         preps = [c for c in reading.children(request.i) if c.dep == "prep"]
         heads = _objects(reading, request) + [o for p in preps for o in _objects(reading, p)]

@@ -85,7 +85,11 @@ ATTRIBUTES = {
     ),
 }
 ATTRIBUTE_KIND = dict(ATTRIBUTES.values())
-ATTRIBUTE_NOUNS = {"color": "colour", "colour": "colour", "shape": "shape", "material": "material"}
+# Nouns by which a question asks a property of a thing, not which thing: "What colour is the
+# door?", "What number is on it?", unlike "Which lake is the deepest?".
+ATTRIBUTE_NOUNS = frozenset(
+    {"color", "colour", "shape", "material", "number", "kind", "type", "size", "year", "name"}
+)
 # Units a number is read with: "48-metre", "48 m", "48 meters" are one length.
 UNITS = {
     "m": "metre", "metre": "metre", "meter": "metre", "km": "kilometre", "kilometre": "kilometre",
