@@ -53,6 +53,18 @@ def image_urls(body: dict[str, Any]) -> list[str]:
     ]
 
 
+PROMPT_TOKENS = 100  # what the recording server says any prompt took
+
+
+def usage(completion_tokens: int) -> dict[str, int]:
+    total = PROMPT_TOKENS + completion_tokens
+    return {
+        "prompt_tokens": PROMPT_TOKENS,
+        "completion_tokens": completion_tokens,
+        "total_tokens": total,
+    }
+
+
 def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *_: Any) -> None:  # keep pytest's output clean
@@ -88,8 +100,18 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for word in text.split(" "):
-                    chunk = {"choices": [{"delta": {"content": word + " "}}]}
+                # Token counts as vLLM reports them: a word is a token, the prompt 100; with
+                # `include_usage` a last chunk carries them, and with `continuous_usage_stats`
+                # every chunk carries the counts so far.
+                options = body.get("stream_options") or {}
+                words = text.split(" ")
+                for count, word in enumerate(words, 1):
+                    chunk: dict[str, Any] = {"choices": [{"delta": {"content": word + " "}}]}
+                    if options.get("include_usage") and options.get("continuous_usage_stats"):
+                        chunk["usage"] = usage(count)
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                if options.get("include_usage"):
+                    chunk = {"choices": [], "usage": usage(len(words))}
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
                 return

@@ -245,3 +245,53 @@ def test_a_server_that_refuses_guided_decoding_is_asked_again_without() -> None:
     assert first.strip() == second.strip() == "The door is red [1]."
     assert engine.guided is False
     assert [bool(guided_fields & set(body)) for body in sent] == [True, False, False]
+
+
+def test_the_openai_engine_reads_the_servers_token_counts_even_when_stopped_early() -> None:
+    """Issue 30, finding 5. The engine asks for `stream_options` (`include_usage`, and vLLM's
+    and SGLang's `continuous_usage_stats`, since a caller with its sentence closes the stream
+    before the last chunk). vLLM cannot run here: the loopback server reports counts as vLLM
+    does (a word a token, a 100-token prompt)."""
+    from mmrag.generation.types import Usage
+    from tests.openai_recorder import PROMPT_TOKENS, recording_server
+
+    with recording_server(lambda _body: "The door is red [1].") as server:
+        engine = OpenAIEngine("m", base_url=server.url)
+        whole = Usage()
+        assert "".join(engine.stream(QUESTION, usage=whole)).strip() == "The door is red [1]."
+        early = Usage()
+        deltas = engine.stream(QUESTION, usage=early)
+        next(deltas), next(deltas)
+        deltas.close()
+        [sent, _] = server.chat_requests()
+    assert sent["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
+    assert (whole.prompt_tokens, whole.completion_tokens) == (PROMPT_TOKENS, 5)
+    assert (early.prompt_tokens, early.completion_tokens) == (PROMPT_TOKENS, 2)
+
+
+def test_a_server_that_sends_no_counts_has_its_content_chunks_counted(served: OpenAIEngine) -> None:
+    """llama-cpp-python's server ignores `stream_options`: each content chunk is one token
+    there, so the chunks count the completion; the prompt is not known."""
+    from mmrag.generation.types import Usage
+
+    counted = Usage()
+    pieces = list(served.stream(QUESTION, max_tokens=12, usage=counted))
+    assert counted.completion_tokens == len(pieces) and 0 < len(pieces) <= 12
+    assert counted.prompt_tokens == 0
+
+
+def test_a_server_that_refuses_stream_options_is_asked_plainly() -> None:
+    from mmrag.generation.types import Usage
+    from tests.openai_recorder import recording_server
+
+    with recording_server(
+        lambda _body: "The door is red [1].", refuse={"stream_options"}
+    ) as server:
+        engine = OpenAIEngine("m", base_url=server.url)
+        counted = Usage()
+        assert "".join(engine.stream(QUESTION, usage=counted)).strip() == "The door is red [1]."
+        "".join(engine.stream(QUESTION))
+        sent = server.chat_requests()
+    assert engine.stream_usage is False
+    assert ["stream_options" in body for body in sent] == [True, False, False]
+    assert (counted.prompt_tokens, counted.completion_tokens) == (0, 5)  # the chunks, counted

@@ -77,6 +77,24 @@ def test_tokens_reach_on_token_as_written_then_the_answer(smollm2) -> None:
     assert 0 < answer.timings["first_token_s"] <= answer.timings["generate_s"]
 
 
+def test_usage_counts_the_prompt_and_every_token_sampled(smollm2) -> None:
+    """Issue 30, finding 5: llama-cpp-python reports no usage in a stream. The engine counts
+    the prompt as llama-cpp-python's own (unstreamed) usage does and every token sampled, and
+    an answer stopped at its sentence's end counts what it sampled."""
+    from mmrag.generation.types import Usage
+
+    messages = [{"role": "user", "content": "Name three colours and say why you like them."}]
+    counted = Usage()
+    text = "".join(smollm2.stream(messages, max_tokens=8, usage=counted))
+    own = smollm2.llm.create_chat_completion(messages, max_tokens=8, temperature=0.0)
+    assert own["choices"][0]["finish_reason"] == "length" and text  # 8 tokens, none the end
+    assert counted.prompt_tokens == own["usage"]["prompt_tokens"] > 0
+    assert counted.completion_tokens == own["usage"]["completion_tokens"] == 8
+    answer = AnswerWriter(smollm2).write(LIGHTHOUSE, [LIGHT, BOAT])
+    assert answer.usage.prompt_tokens > counted.prompt_tokens  # the sources are in the prompt
+    assert 0 < answer.usage.completion_tokens < 96  # stopped at the sentence's end
+
+
 def test_an_interrupt_stops_generation_and_frees_the_engine(smollm2) -> None:
     """What a vanished client or a deadline does: the engine's stream is closed at once."""
     deltas: list[str] = []

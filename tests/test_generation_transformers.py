@@ -150,6 +150,31 @@ def test_causal_lm_chat_stream_and_stop(tiny_llama: Path) -> None:
     assert engine.chat(MESSAGES, max_tokens=12, stop=[stop]) == text[: text.index(stop)]
 
 
+def test_usage_is_the_unpadded_prompt_and_the_tokens_generated(tiny_llama: Path) -> None:
+    """Issue 30, finding 5: the transformers engine counts its own tokens, also for a caller
+    that stops reading early (and in a batch, whose padding is not the caller's prompt)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from mmrag.generation.types import Usage
+
+    engine = load_engine("transformers", str(tiny_llama), device="cpu")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_llama)
+    prompt = tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False)
+    ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    with torch.inference_mode():
+        generated = engine.model.generate(ids, max_new_tokens=12, do_sample=False)
+    counted = Usage()
+    "".join(engine.stream(MESSAGES, max_tokens=12, usage=counted))
+    assert counted.prompt_tokens == ids.shape[-1]
+    assert counted.completion_tokens == generated.shape[-1] - ids.shape[-1]
+    early = Usage()
+    deltas = engine.stream(MESSAGES, max_tokens=12, usage=early)
+    next(deltas)
+    deltas.close()
+    assert early.prompt_tokens == ids.shape[-1] and 1 <= early.completion_tokens <= 12
+
+
 def test_causal_lm_next_token_logprobs(tiny_llama: Path) -> None:
     engine = load_engine("transformers", str(tiny_llama), device="cpu")
     table = engine.next_token_logprobs(MESSAGES, top_k=5)
