@@ -91,7 +91,19 @@ def _sentences_title_last(source: SourceLike) -> list[str]:
     ocr_text = getattr(source, "ocr_text", None) or ""
     lines = [line.text for line in getattr(source, "ocr", ())] or [ocr_text]
     said = [source.text, *lines, source.title]
-    return [sentence for part in said if part for sentence in sentences(part)]
+    found = [sentence for part in said if part for sentence in sentences(part)]
+    return [_named(sentence, source.title) for sentence in found]
+
+
+def _named(sentence: str, title: str) -> str:
+    """A sentence that opens with "It" or "Its", with the source's title in its place: out of
+    its snippet, "It has a population of 5,903" says nothing of Dunmore."""
+    words = read(sentence).words
+    if not title or not words or words[0].text not in ("It", "Its"):
+        return sentence
+    name = _lower_article(title) if title.startswith("The ") else title
+    name = name[:1].upper() + name[1:]
+    return f"{name}{'’s' if words[0].text == 'Its' else ''}{sentence[words[0].end :]}"
 
 
 def _lower_article(sentence: str) -> str:

