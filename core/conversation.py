@@ -48,11 +48,10 @@ class Resolver(Protocol):
         ...
 
 
-# Words inside one name between its proper nouns: "Chapel of St. Aidan", "St. Brigid's Church".
-_NAME_JOINERS = frozenset({"of", "upon", "de", "la", "'s", "’s", "&"})
 _BACK_REFERENCES = {"it": "{t}", "they": "{t}", "them": "{t}", "its": "{t}'s", "their": "{t}'s"}
 _CONTINUING = frozenset({"and", "also", "but"})
 _WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
+# Quoted text: the words on a sign ("BREAD") are what it says, not what it is.
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
 
 
@@ -65,51 +64,15 @@ class Topic:
     place: str
 
 
-def _spans(reading: Reading) -> list[tuple[int, int]]:
-    """Quoted text: the words on a sign ("BREAD") are what it says, not what it is."""
-    return [match.span() for match in _QUOTED.finditer(reading.text)]
-
-
 def _names(reading: Reading) -> list[tuple[int, int]]:
-    """Where each name stands, in words [start, end): runs of proper nouns (and the words
-    that join them in one name), with a leading "the", a possessive's "'s" left off."""
-    quoted = _spans(reading)
-    words = reading.words
-
-    def proper(word: Word) -> bool:
-        inside = any(start <= word.start < end for start, end in quoted)
-        return word.proper and word.text[:1].isupper() and not inside
-
-    found, at = [], 0
-    while at < len(words):
-        if not proper(words[at]):
-            at += 1
-            continue
-        end = at + 1
-        while end < len(words):
-            if proper(words[end]):
-                end += 1
-            elif words[end].text.lower() in _NAME_JOINERS and end + 1 < len(words):
-                if not proper(words[end + 1]):
-                    break
-                end += 2
-            else:
-                break
-        begin = at - 1 if at > 0 and words[at - 1].text.lower() == "the" else at
-        found.append((begin, end))
-        at = end
-    return found
-
-
-def _text(reading: Reading, start: int, end: int) -> str:
-    return reading.text[reading.words[start].start : reading.words[end - 1].end]
+    return reading.name_spans(outside=[match.span() for match in _QUOTED.finditer(reading.text)])
 
 
 def named_things(text: str) -> list[str]:
     """Names in the order they appear, each as written with its article ("the Harbor Inn",
     "Dunmore", "St. Brigid's Church")."""
     reading = read(text)
-    return [_text(reading, start, end) for start, end in _names(reading)]
+    return [reading.span_text(start, end) for start, end in _names(reading)]
 
 
 def _lower(phrase: str) -> str:
@@ -123,9 +86,9 @@ def topic_of(text: str) -> Topic | None:
     place: "the lighthouse of Dunmore"), else nothing."""
     reading = read(text)
     names = _names(reading)
-    place = _text(reading, *names[-1]) if names else ""
+    place = reading.span_text(*names[-1]) if names else ""
     if asks_open(text) and (asked := topic(text)) != text:
-        inner = [_text(read(asked), *span) for span in _names(read(asked))]
+        inner = [read(asked).span_text(*span) for span in _names(read(asked))]
         return Topic(_lower(asked), inner[-1] if inner else _lower(asked))
     if not names:
         return None
@@ -136,8 +99,8 @@ def topic_of(text: str) -> Topic | None:
         thing = reading.words[owner.head]
         if thing.pos == "NOUN":  # "the lighthouse of Dunmore": a thing of a bare place
             begin = min((w.i for w in reading.children(thing.i) if w.dep == "det"), default=thing.i)
-            return Topic(_lower(_text(reading, begin, end)), _text(reading, start, end))
-    name = _text(reading, start, end)
+            return Topic(_lower(reading.span_text(begin, end)), reading.span_text(start, end))
+    name = reading.span_text(start, end)
     return Topic(_lower(name), _lower(place) or _lower(name))
 
 

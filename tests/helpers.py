@@ -13,17 +13,43 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 from PIL import Image, ImageColor
 
+if TYPE_CHECKING:
+    from mmrag.generation.types import Answer
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
 SAMPLE_JSON = SAMPLE / "WebQA_sample.json"
 MMRAG = [sys.executable, "-m", "mmrag.service.cli"]
+
+
+@dataclass(frozen=True)
+class Src:
+    """A source as generation receives it (`SourceLike`), written inline by a test."""
+
+    id: str
+    modality: str
+    title: str
+    text: str
+    ocr_text: str | None = None
+
+
+def answered(raw: str, sources: list[Src]) -> Answer:
+    """The model's raw output as the writer hands it on: one sentence with its citations."""
+    from mmrag.generation.citations import cite
+    from mmrag.generation.types import Answer
+
+    cited = cite(raw, sources)
+    return Answer(cited.text, cited.text_without_markers, cited.citations, sources)
+
+
 # Ray's single-machine mode: every node and driver binds 127.0.0.1.
 LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 

@@ -8,14 +8,12 @@ snippet) cited to a photo whose caption gives no height.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from mmrag.generation.citations import CitationFormat, cite
 from mmrag.generation.errors import GenerationError
-from mmrag.generation.types import Answer
 from mmrag.generation.verification.attribution import (
     DECLINE,
     Attributor,
@@ -25,17 +23,8 @@ from mmrag.generation.verification.attribution import (
 from mmrag.generation.verification.questions import answers_the_question, yes_no_verdict
 from mmrag.generation.verification.reading import terms
 from mmrag.generation.verification.verifier import LexicalVerifier, NLIVerifier, load_verifier
+from tests.helpers import Src, answered
 from tests.tiny_models import tiny_cross_encoder
-
-
-@dataclass(frozen=True)
-class Src:
-    id: str
-    modality: str
-    title: str
-    text: str
-    ocr_text: str | None = None
-
 
 BAIKAL = Src("s-baikal", "text", "Lake Baikal", "Lake Baikal in Siberia is 1,642 metres deep.")
 KILIMANJARO = Src("s-kili", "text", "Kilimanjaro", "Kilimanjaro rises 5,895 metres in Tanzania.")
@@ -47,11 +36,6 @@ KELL = Src("s-kell", "text", "Kell Bridge", "The Kell Bridge has 3 arches.")
 NIGHT = Src(
     "s-night", "text", "Lantern Night", "The Greywick Lantern Night was first held in 1981."
 )
-
-
-def answered(raw: str, sources: list[Src]) -> Answer:
-    cited = cite(raw, sources)
-    return Answer(cited.text, cited.text_without_markers, cited.citations, sources)
 
 
 @pytest.fixture(scope="module")

@@ -309,3 +309,26 @@ def test_the_sentence_of_a_cited_text_that_supports_the_answer_is_marked(open_pa
     marked = card.locator("mark.support").inner_text()
     assert marked and marked in card.locator(".card-text").inner_text()
     assert "Lantern Bakery" in marked or "founded" in marked.lower(), marked
+
+
+def test_what_the_model_said_that_no_source_does_is_shown_muted_and_struck(open_page):
+    """The real server answers; where it cut words from the model's sentence (its `cut`), the
+    page shows each under the answer, struck through and in the muted colour, never as part of
+    the answer."""
+    page = open_page()
+    with page.expect_response("**/v1/answer") as response:
+        answer = ask(page, "Tell me about the Harbor Inn.")
+    events = response.value.text().split("event: answer\ndata: ")
+    result = json.loads(events[-1].split("\n\n")[0])
+    # SmolLM2 adds what no source says to this open question ("a luxury hotel …"): the answer
+    # is a source's sentence, and what the model wrote is listed.
+    assert result["cut"], result
+    shown = answer.locator(".cut")
+    assert shown.count() == len(result["cut"])
+    for cut, line in zip(result["cut"], shown.all(), strict=True):
+        assert line.locator("s").inner_text() == cut["text"]
+        assert cut["reason"] in line.inner_text()
+        assert cut["text"] not in answer.locator(".answer-text").inner_text()
+    muted = page.evaluate("getComputedStyle(document.querySelector('.cut')).color")
+    text = page.evaluate("getComputedStyle(document.querySelector('.answer-text')).color")
+    assert muted != text

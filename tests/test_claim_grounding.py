@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import dataclass
 
 import pytest
 
@@ -21,15 +20,7 @@ from mmrag.generation.verification.attribution import Attributor
 from mmrag.generation.verification.grounding import Grounder
 from mmrag.generation.verification.reading import read, read_all
 from mmrag.generation.verification.verifier import LexicalVerifier, evidence_text
-
-
-@dataclass(frozen=True)
-class Src:
-    id: str
-    modality: str
-    title: str
-    text: str
-
+from tests.helpers import Src, answered
 
 # The sample corpus's own sources (data/sample/WebQA_sample.json).
 KELL_PHOTO = Src(
@@ -98,11 +89,6 @@ KESTREL_PHOTO = Src(
     "Kestrel Point Lighthouse",
     "The Kestrel Point Lighthouse at Kestrel Bay, a white lighthouse painted with three red bands.",
 )
-
-
-def answered(raw: str, sources: list[Src]) -> Answer:
-    cited = cite(raw, sources)
-    return Answer(cited.text, cited.text_without_markers, cited.citations, sources)
 
 
 @pytest.fixture(scope="module")

@@ -55,7 +55,6 @@ _COMPARED = re.compile(
 )
 # A person named as the doer ("by Hester Sutter", "to designs by ... Piers Corrigan") or as the
 # subject that opens the sentence.
-_PERSON = re.compile(r"\bby (?:[a-z]+ ){0,4}([A-Z][a-z]+ [A-Z][a-z]+)|^([A-Z][a-z]+ [A-Z][a-z]+) ")
 EXTRACTIVE_LONG_QUESTION = 4  # content words from which one may be missing
 
 Verdict = Literal["yes", "no"]
@@ -197,14 +196,7 @@ def gives_what_is_asked(question: str, sentence: str) -> bool:
     if _ASKS_PERSON.match(question):
         # A name that repeats the question's words is the thing asked about, not a person:
         # "Blue Door of the Harbor Inn" does not answer "Who painted the door of the Harbor Inn?"
-        words = read(sentence).words
-        named = [
-            {STEM(w.lemma) for w in words if w.proper and match.start(group) <= w.start}
-            & {STEM(w.lemma) for w in words if w.end <= match.end(group)}
-            for match in _PERSON.finditer(sentence)
-            for group in (1, 2)
-            if match.group(group)
-        ]
+        named = [{STEM(w.lemma) for w in person if w.proper} for person in _people(sentence)]
         return any(name and not name & asked.words for name in named)
     return True
 
@@ -288,6 +280,21 @@ def topic(question: str) -> str:
         head = _objects(reading, inner[0])[0]
     words = reading.subtree(head.i)
     return question[words[0].start : words[-1].end]
+
+
+def _people(sentence: str) -> list[list[Word]]:
+    """The names a sentence gives as a doer: after "by" ("by Hester Sutter", "to designs by
+    the architect Piers Corrigan"), or opening the sentence as its subject; of two words at
+    least, as people's names are."""
+    reading = read(sentence)
+    found = []
+    for start, end in reading.name_spans():
+        words = [w for w in reading.words[start:end] if w.proper]
+        before = [w.text.lower() for w in reading.words[max(0, start - 5) : start]]
+        doer = "by" in before or start == 0
+        if doer and len(words) >= 2:
+            found.append(words)
+    return found
 
 
 def answers_the_question(question: str, sentence: str) -> bool:

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
+# Words inside one name between its proper nouns: "Chapel of St. Aidan", "St. Brigid's Church".
+NAME_JOINERS = frozenset({"of", "upon", "de", "la", "'s", "’s", "&"})
 SUBJECTS = frozenset({"nsubj", "nsubjpass"})
 
 
@@ -195,7 +197,6 @@ class Reading:
     text: str
     words: tuple[Word, ...]
     sentences: tuple[tuple[int, int], ...]  # character spans, surrounding blanks left out
-    sentence_words: tuple[tuple[int, int], ...]  # each sentence's words [start, end)
     phrases: tuple[Phrase, ...]
     entities: tuple[tuple[int, int, str], ...]  # words [start, end) and label
     degrees: tuple[Degree, ...]
@@ -207,21 +208,8 @@ class Reading:
     def sentence_texts(self) -> list[str]:
         return [self.text[start:end] for start, end in self.sentences]
 
-    def content_words(self) -> list[Word]:
-        return [word for word in self.words if word.content]
-
-    def lemmas(self) -> frozenset[str]:
-        """The lemmas of its content words, numbers as their values."""
-        return frozenset(word.number or word.lemma for word in self.words if word.content)
-
     def numbers(self) -> frozenset[str]:
         return frozenset(word.number for word in self.words if word.number is not None)
-
-    def names(self) -> frozenset[str]:
-        """Lemmas of the proper nouns and named entities' words it holds."""
-        return frozenset(
-            word.lemma for word in self.words if word.proper and word.content and not word.number
-        )
 
     def attributes(self, kind: str | None = None) -> frozenset[str]:
         """The attributes it asserts (denied ones left out), of one kind or all."""
@@ -255,15 +243,6 @@ class Reading:
             found.append(at)
         return found
 
-    def distance(self, a: int, b: int) -> int:
-        """Edges between two words of one sentence in the parse (a large number across
-        sentences)."""
-        if self.words[a].sentence != self.words[b].sentence:
-            return len(self.words) + 1
-        up_a, up_b = [a, *self.ancestors(a)], [b, *self.ancestors(b)]
-        common = next(at for at in up_a if at in up_b)
-        return up_a.index(common) + up_b.index(common)
-
     def finite(self, *, past: bool = True) -> bool:
         """Whether it holds a finite verb: a sentence, not a fragment ("The Aldric Tower in
         Dunmore."). Without `past`, a verb in the simple past does not count unless an
@@ -274,6 +253,41 @@ class Reading:
             (word.pos in ("VERB", "AUX") and word.tag in tags) or word.pos == "AUX"
             for word in self.words
         )
+
+    def name_spans(self, *, outside: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+        """Where each name stands, in words [start, end): runs of proper nouns (and the words
+        that join them in one name: "Chapel of St. Aidan", "St. Brigid's Church"), with a
+        leading "the", a possessive's "'s" left off; none inside the character spans
+        `outside` (quoted text: a sign's "BREAD" is what it says, not what it is)."""
+        words = self.words
+
+        def proper(word: Word) -> bool:
+            inside = any(start <= word.start < end for start, end in outside)
+            return word.proper and word.text[:1].isupper() and not inside
+
+        found, at = [], 0
+        while at < len(words):
+            if not proper(words[at]):
+                at += 1
+                continue
+            end = at + 1
+            while end < len(words):
+                if proper(words[end]):
+                    end += 1
+                elif words[end].text.lower() in NAME_JOINERS and end + 1 < len(words):
+                    if not proper(words[end + 1]):
+                        break
+                    end += 2
+                else:
+                    break
+            begin = at - 1 if at > 0 and words[at - 1].text.lower() == "the" else at
+            found.append((begin, end))
+            at = end
+        return found
+
+    def span_text(self, start: int, end: int) -> str:
+        """The text of words [start, end) as written."""
+        return self.text[self.words[start].start : self.words[end - 1].end]
 
     def subjects(self) -> list[Word]:
         """What its sentences are about: their roots' subjects, or a root that is a noun (a
@@ -411,14 +425,13 @@ def _negated(token: Token) -> bool:
 def _reading(doc: Doc) -> Reading:
     text = doc.text
     sentence_of: dict[int, int] = {}
-    sentences, sentence_words = [], []
+    sentences = []
     for number, sent in enumerate(doc.sents):
         for token in sent:
             sentence_of[token.i] = number
         part = sent.text
         start = sent.start_char + len(part) - len(part.lstrip())
         sentences.append((start, start + len(part.strip())))
-        sentence_words.append((sent.start, sent.end))
     numbers = _numbers(doc)
     words = []
     for token in doc:
@@ -463,7 +476,6 @@ def _reading(doc: Doc) -> Reading:
         text,
         tuple(words),
         tuple(sentences),
-        tuple(sentence_words),
         tuple(phrases),
         entities,
         degrees,
