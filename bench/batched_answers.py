@@ -11,11 +11,14 @@ sent as pixels to a VLM and described by its caption to a text model) and one te
 with one of several questions of different lengths, so batches are left-padded. One at a
 time: the answers in turn with `max_batch=1`, as the engine answered before batching. Batched:
 B threads ask the same answers concurrently with `max_batch=B`, as `eval run --concurrency B`
-or a busy service does. After an unmeasured warm-up the modes take turns, --repeats times,
-and the report gives each one's median answers/s (and every run's), the median CPU time of
-this process per answer (which other processes on a shared machine disturb least), the mean
-batch the engine ran, how many answers were identical to the one-at-a-time run, and what
-WebQA's test split (7,540 questions) would take at that rate (generation only).
+or a busy service does; the B threads ask their first questions together (a barrier), as
+callers that already exist do, so that what is timed is not a pool creating its threads one
+by one (on two loaded cores, 30-40 ms apart). After an unmeasured warm-up the modes take
+turns, --repeats times, and the report gives each one's median answers/s (and every run's),
+the median CPU time of this process per answer (which other processes on a shared machine
+disturb least), the mean batch the engine ran, how many answers were identical to the
+one-at-a-time run, and what WebQA's test split (7,540 questions) would take at that rate
+(generation only).
 
 Models: `--model PATH` (any checkpoint), or a random one of a real architecture built here:
 `tiny-llama` (test_generation_transformers.py's 2-layer Llama, bound by per-step overhead as
@@ -33,6 +36,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -118,10 +122,19 @@ def answer_all(engine, messages: list[list[Message]], batch: int, max_tokens: in
     `batch` concurrent callers. CPU seconds are what other processes on a shared machine
     disturb least."""
     engine.batcher.max_batch = batch
+    together = threading.Barrier(min(batch, len(messages)))
+    caller = threading.local()
+
+    def answer(message: list[Message]) -> str:
+        if not hasattr(caller, "started"):  # a thread's first question
+            caller.started = True
+            together.wait()
+        return engine.chat(message, max_tokens=max_tokens)
+
     before = Counter(engine.batcher.batches)
     started, cpu = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(batch) as pool:
-        answers = list(pool.map(lambda m: engine.chat(m, max_tokens=max_tokens), messages))
+        answers = list(pool.map(answer, messages))
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     return answers, seconds, cpu, engine.batcher.batches - before
 
