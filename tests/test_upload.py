@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -192,3 +195,23 @@ def test_a_form_carries_the_conversation_as_json_and_the_photo_stays_source_1(
         files={"image": ("sign.jpg", SIGN)},
     )
     assert bad.status_code == 422 and "conversation" in bad.json()["detail"]
+
+
+def niceness() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a priority per thread is Linux's")
+def test_a_photo_is_read_below_the_cpu_priority_of_the_answers_beside_it():
+    """On 2 cores a text question asked while a photo was read took 10 s instead of 3.4 s:
+    llama.cpp's threads wait for each other at every step of a prompt, and the reading kept
+    taking a core from one of them. The photo is read on threads of lower priority (and the
+    threads onnxruntime starts inherit it), so the answers beside it come first."""
+    from mmrag.core.attachments import OCR_NICENESS, ImageAttacher
+    from mmrag.indexes.ocr.reader import OcrModels
+
+    attacher = ImageAttacher(OcrModels(), min_confidence=0.5, max_pixels=10**8)
+    seen: list[int] = []
+    photo = attacher.attach(SIGN, stop=lambda: bool(seen.append(niceness())))
+    assert photo.ocr_text == "DOUBLE PARKING PROHIBITED AT ALL TIMES"
+    assert seen and set(seen) == {min(19, niceness() + OCR_NICENESS)}, seen
