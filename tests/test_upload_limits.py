@@ -4,10 +4,12 @@ A 5 KB PNG of 100 x 399,000 blank pixels got the server killed by the kernel at 
 8 x 40,000 one outran the 30 s deadline, and a client that left kept its reading going under a
 lock, so the next photo question waited 14.5 s and a text question took 14.7 s instead of 1 s.
 PP-OCR now gets at most about 4.3 megapixels whatever the upload's shape, a reading stops within
-a slice of its deadline or of its client leaving, and readings share no lock.
+a slice of its deadline or of its client leaving, and readings share no lock but the
+detector's, held one run at a time.
 
 The images are made here; the server is the session's (`hybrid_server`), with its defaults (a
-30 s deadline, two answers at once). Order of completion is asserted, never a duration.
+30 s deadline, two answers at once). Orders of completion and ratios of seconds are asserted,
+never a duration.
 """
 
 from __future__ import annotations

@@ -235,8 +235,8 @@ class Stages:
 
 
 class OcrReader:
-    """Reads every line of text in an image. Thread-safe, and readings run at once: none
-    waits for another's (see `Stages`)."""
+    """Reads every line of text in an image. Thread-safe: readings run at once, and wait for
+    one another only for the detector, one run at a time (see `Stages`)."""
 
     def __init__(self, models: OcrModels = OcrModels(), *, threads: int | None = None) -> None:
         models.check()
