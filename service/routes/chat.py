@@ -159,6 +159,10 @@ def latest_photo(messages: list[ChatMessage]) -> bytes | None:
     return None
 
 
+# Attributions whose sentence is not the model's: a source's sentence, or the decline.
+REPLACED = frozenset({"extractive", "declined"})
+
+
 @dataclass(frozen=True)
 class Reply:
     """What a completion says, streamed or not: the content (the checked answer, and its
@@ -171,7 +175,9 @@ class Reply:
     max_tokens_note: str | None
 
     @classmethod
-    def of(cls, result: QAResult, answered: AnswerResponse, body: ChatRequest, request: Request):
+    def of(
+        cls, result: QAResult, answered: AnswerResponse, body: ChatRequest, request: Request
+    ) -> Reply:
         asked = body.max_completion_tokens or body.max_tokens
         limit = min(asked or settings_of(request).max_tokens, settings_of(request).max_tokens)
         usage = result.answer.usage
@@ -190,10 +196,6 @@ class Reply:
         if body.sources_in_content:
             content += footnotes(answered, str(request.base_url))
         return cls(content, ended, CompletionUsage.of(usage), note)
-
-
-# Attributions whose sentence is not the model's: a source's sentence, or the decline.
-REPLACED = frozenset({"extractive", "declined"})
 
 
 @router.post(
@@ -246,7 +248,9 @@ async def chunks(run: QARun, request: Request, body: ChatRequest) -> AsyncIterat
     ident, created, model = completion_id(), now(), served_model(request)
     with_usage = body.stream_options is not None and body.stream_options.include_usage
 
-    def chunk(choices: list[ChunkChoice], usage: CompletionUsage | None = None, **extra) -> str:
+    def chunk(
+        choices: list[ChunkChoice], usage: CompletionUsage | None = None, **extra: Any
+    ) -> str:
         piece = ChatCompletionChunk(id=ident, created=created, model=model, choices=choices)
         event = piece.model_dump() | extra
         for choice in event["choices"]:
