@@ -33,6 +33,7 @@ from mmrag.generation.errors import GenerationError
 from mmrag.generation.prompts import scene_text_messages
 from mmrag.generation.rationale import short_answer
 from mmrag.generation.types import Answer, Citation, SourceLike
+from mmrag.generation.verification.extraction import read_in_image
 from mmrag.generation.verification.questions import (
     asked_attribute,
     asks_number,
@@ -217,7 +218,7 @@ def read_off_the_image(
     span = answerer.answer(question, lines, image=data).answer.strip()
     if not span:
         return answer
-    text = cite_sentence(f'The text in the image reads "{span}".', [marker])
+    text = cite_sentence(read_in_image(span), [marker])
     citation = Citation(marker=marker, source_id=image.id, modality=image.modality)
     return replace(
         answer,

@@ -389,10 +389,8 @@ def test_an_answer_about_this_photo_cites_it_or_a_source_about_what_it_shows(att
     buses = Src("s-bus", "text", "Buses", "Madrid's buses run on natural gas.")
     question = "What does the text on the side of this bus say?"
     raw = 'The text on the side of the bus says: "A tabby cat looking to the side" [2].'
-    framed = answered(raw, [photo, cat])
-    # The verifier declines it (no source says what the question asks: "say"), and were it
-    # kept, it cites nothing about this bus.
-    assert attributor.attribute(question, framed).attribution == "declined"
+    framed = attributor.attribute(question, answered(raw, [photo, cat]))
+    assert framed.attribution == "model"  # the verifier alone lets it through
     assert not cites_what_is_pointed_at(question, framed, "upload-1")
     read = answered('The bus says "cero emisiones" [1].', [photo, cat])
     assert cites_what_is_pointed_at(question, read, "upload-1")
@@ -412,4 +410,5 @@ def test_a_page_of_ocr_text_is_extracted_a_line_at_a_time_not_whole(attributor):
     question = "What colour is the door of the Harbor Inn?"
     checked = attributor.attribute(question, answered("It is red [1].", [page]))
     assert checked.attribution == "extractive", checked
-    assert checked.text_without_markers == "The door of the Harbor Inn is blue."
+    said = 'The text in the image reads "The door of the Harbor Inn is blue".'
+    assert checked.text_without_markers == said  # one line, said where it was read

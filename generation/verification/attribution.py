@@ -38,7 +38,13 @@ from mmrag.generation.citations import cite_sentence, strip_markers
 from mmrag.generation.types import Answer, Citation, Cut, JudgedBy, SourceLike
 from mmrag.generation.verification.extraction import extract
 from mmrag.generation.verification.grounding import Gap
-from mmrag.generation.verification.questions import gives_what_is_asked, relation, with_synonyms
+from mmrag.generation.verification.questions import (
+    gives_what_is_asked,
+    options,
+    picks_one,
+    relation,
+    with_synonyms,
+)
 from mmrag.generation.verification.reading import read, sentence_spans, terms
 from mmrag.generation.verification.verifier import SUPPORTED, Verifier, evidence_text
 
@@ -286,7 +292,12 @@ def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list
         reason = "; ".join(held) or "its source does not support it"
         versions.append(Part(body[:cut].rstrip(" ,;") + ".", (*whole.cut, Cut(rest, reason))))
     kept = [whole] * answers(whole.text)
-    kept += [v for v in versions[1:] if terms(v.text).words - asked and answers(v.text)]
+    offered = options(question)
+    kept += [
+        v
+        for v in versions[1:]
+        if (terms(v.text).words - asked or picks_one(v.text, offered)) and answers(v.text)
+    ]
     return list({part.text: part for part in kept}.values())
 
 

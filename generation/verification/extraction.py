@@ -31,22 +31,37 @@ from mmrag.generation.verification.reading import (
     sentences,
     terms,
 )
+from mmrag.generation.verification.verifier import evidence_text
 
 SHOWN = "The photo shows"
+SIGN_CHARS = 120  # text read in an image up to this long is one answer, longer a line at a time
 
 
 def extract(question: str, sources: Sequence[SourceLike]) -> tuple[str, int] | None:
-    """The answering sentence and the number of the source ([n]) it comes from, or None."""
+    """The answering sentence and the number of the source ([n]) it comes from, or None: one
+    that says the kind a "which" question asks for ("the River Dun" for "Which river …?")
+    before one that only names a thing of it ("Mill Lane" for "Which street …?")."""
+    return _extract(question, sources, kind_named=True) or _extract(
+        question, sources, kind_named=False
+    )
+
+
+def _extract(
+    question: str, sources: Sequence[SourceLike], *, kind_named: bool
+) -> tuple[str, int] | None:
     yes_no, open_request = asks_yes_no(question), asks_open(question)
-    found: list[tuple[int, int, str, int]] = []  # (-new words, order, sentence, number)
+    found: list[tuple[bool, int, int, str, int]] = []  # (not about, -new words, order, …)
     for number, source in enumerate(sources, 1):
-        for sentence in _sentences_title_last(source):
-            said = full_sentence(first_sentence(sentence), source)
+        context = evidence_text(source)
+        for sentence, kind in _sentences_title_last(source):
+            said = full_sentence(first_sentence(sentence), source, kind)
             if said is None:
                 continue
-            if yes_no and (verdict := yes_no_verdict(question, sentence)):
+            if yes_no and (verdict := yes_no_verdict(question, sentence, context)):
                 return f"{verdict.capitalize()}, {_lower_article(said)}", number
-            if not yes_no and answers_the_question(question, sentence):
+            if not yes_no and answers_the_question(
+                question, sentence, context, kind_named=kind_named
+            ):
                 if not open_request:
                     return said, number
                 new = terms(sentence).words - terms(question).words
@@ -56,6 +71,11 @@ def extract(question: str, sources: Sequence[SourceLike]) -> tuple[str, int] | N
         *_, said, number = min(found)
         return said, number
     return None
+
+
+def read_in_image(text: str) -> str:
+    """Text read in an image, as a full sentence that says where it was read."""
+    return f'The text in the image reads "{text.strip()}".'
 
 
 def _about(thing: str, sentence: str) -> bool:
@@ -73,8 +93,11 @@ def _about(thing: str, sentence: str) -> bool:
     return False
 
 
-def full_sentence(sentence: str, source: SourceLike) -> str | None:
-    """The sentence, or a caption's noun phrase said of its photo; None for other fragments."""
+def full_sentence(sentence: str, source: SourceLike, kind: str = "text") -> str | None:
+    """The sentence; a caption's noun phrase said of its photo, and a line read in the image
+    said to be read there; None for other fragments."""
+    if kind == "ocr":
+        return read_in_image(sentence.rstrip("."))
     image = source.modality == "image"
     if read(sentence).finite(past=not image):
         return sentence
@@ -83,16 +106,23 @@ def full_sentence(sentence: str, source: SourceLike) -> str | None:
     return f"{SHOWN} {_lower_article(sentence)}"
 
 
-def _sentences_title_last(source: SourceLike) -> list[str]:
-    """A source's sentences to answer from: its caption or snippet says more than its title
-    ("Blue Door of the Harbor Inn"), which comes last. Text read in an image is cut at its
-    lines, where a sign's text breaks: read as one sentence, a page of it with no full stop
-    was "extracted" whole as an 80 KB answer."""
+def _sentences_title_last(source: SourceLike) -> list[tuple[str, str]]:
+    """A source's sentences to answer from, each with where it comes from ("text", "ocr",
+    "title"): its caption or snippet says more than its title ("Blue Door of the Harbor
+    Inn"), which comes last. Text read in an image is cut at its lines, where a sign's text
+    breaks: read as one sentence, a page of it with no full stop was "extracted" whole as an
+    80 KB answer."""
     ocr_text = getattr(source, "ocr_text", None) or ""
     lines = [line.text for line in getattr(source, "ocr", ())] or [ocr_text]
-    said = [source.text, *lines, source.title]
-    found = [sentence for part in said if part for sentence in sentences(part)]
-    return [_named(sentence, source.title) for sentence in found]
+    if len(ocr_text) <= SIGN_CHARS:  # a sign's few lines read as one ("NO ENTRY / EXCEPT BUSES")
+        lines = [ocr_text]
+    said = [(source.text, "text"), *((line, "ocr") for line in lines), (source.title, "title")]
+    return [
+        (_named(sentence, source.title), kind)
+        for part, kind in said
+        if part
+        for sentence in sentences(part)
+    ]
 
 
 def _named(sentence: str, title: str) -> str:

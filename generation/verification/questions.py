@@ -166,7 +166,11 @@ def relation(question: str) -> frozenset[str]:
     if after is None or asks_open(question):
         return frozenset()
     reading = read(question)
-    verbs = {w for w in reading.words if w.start >= after and w.pos == "VERB" and w.content}
+    verbs = {  # what it asks, not what describes its thing ("the shop painted green")
+        w
+        for w in reading.words
+        if w.start >= after and w.pos == "VERB" and w.content and w.dep not in ("acl", "amod")
+    }
     roles = set()
     if _ASKS_PERSON.match(question):
         roots = [w for w in reading.words if w.dep == "ROOT" and w.pos == "AUX"]
@@ -282,6 +286,36 @@ def topic(question: str) -> str:
     return question[words[0].start : words[-1].end]
 
 
+def options(question: str) -> list[frozenset[str]]:
+    """The things a choice offers ("…, the Anchor Hotel or the Kingfisher Hotel?"), as the
+    stems of their names; none for other questions."""
+    reading = read(question)
+    if not any(word.text.lower() == "or" for word in reading.words):
+        return []
+    named = [terms(reading.span_text(*span)).names for span in reading.name_spans()]
+    named = [name for name in named if name]
+    return named if len(named) > 1 else []
+
+
+def picks_one(text: str, offered: list[frozenset[str]]) -> bool:
+    """Whether a text names one of a choice's things and not the others: an answer to the
+    choice, though every word of it is the question's."""
+    said = terms(text).words
+    return sum(option <= said for option in offered) == 1
+
+
+def _asked_kinds(reading: Reading) -> list[Word]:
+    """The nouns a "which"/"what" determines ("which street", "what kind of bird")."""
+    kinds = []
+    for word in reading.words:
+        if word.tag == "WDT" and word.dep == "det":
+            kind = reading.words[word.head]
+            kinds.append(kind)
+            preps = [p for p in reading.children(kind.i) if p.dep == "prep"]
+            kinds += [c for p in preps for c in reading.children(p.i)]  # "kind of bird"
+    return kinds
+
+
 def _people(sentence: str) -> list[list[Word]]:
     """The names a sentence gives as a doer: after "by" ("by Hester Sutter", "to designs by
     the architect Piers Corrigan"), or opening the sentence as its subject; of two words at
@@ -297,22 +331,36 @@ def _people(sentence: str) -> list[list[Word]]:
     return found
 
 
-def answers_the_question(question: str, sentence: str) -> bool:
+def answers_the_question(
+    question: str, sentence: str, context: str = "", *, kind_named: bool = True
+) -> bool:
     """Whether a source sentence could stand as the answer: it holds the question's content
     (its numbers, names and `relation` all, and all its words but one in a longer question),
     adds something, and adds what the question asks for (`gives_what_is_asked`). Without a
     reader model this is strict on purpose: an extracted sentence about the right thing that
     says something else ("opened in 1983" for "When did the cafe close?") must not pass for an
     answer. An open request ("Tell me about the Harbor Inn") is answered by a sentence about its
-    `topic` that says more than its name."""
+    `topic` that says more than its name. `context`, the rest of the sentence's source (its
+    title, the text read in its image), may hold the question's words: "A small sign fixed to
+    a lamp post in Mill Lane" answers which street the sign reading "DOUBLE PARKING
+    PROHIBITED" is on; what the question asks (its relation) must be in the sentence."""
     if asks_open(question):
         question = topic(question)
     asked, said = terms(question), terms(sentence)
-    if not asked.words or not said.words - asked.words or asked.key - said.words:
+    held = said.words | terms(context).words
+    offered = options(question)
+    if offered:  # a choice: the sentence names the one it says it of
+        if not picks_one(sentence, offered):
+            return False
+        held |= frozenset().union(*offered)
+    if not asked.words or not said.words - asked.words or asked.key - held:
         return False
-    missing = asked.words - with_synonyms(said.words)
-    if missing & relation(question):
+    if relation(question) - with_synonyms(said.words):
         return False
+    # Without `kind_named`, the kind a "which" question asks for may go unsaid: "Which
+    # street …?" is answered by "Mill Lane", "What kind of bird …?" by "two ducks".
+    kinds = set() if kind_named else {STEM(w.lemma) for w in _asked_kinds(read(question))}
+    missing = asked.words - with_synonyms(held) - kinds
     # One word of a longer question may be missing ("written" for "painted with the word").
     if len(missing) > (1 if len(asked.words) >= EXTRACTIVE_LONG_QUESTION else 0):
         return False

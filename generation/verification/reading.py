@@ -50,7 +50,8 @@ STOPWORDS = _stopwords()
 FRAMING = frozenset(
     {"answer", "source", "according", "image", "photo", "picture", "caption", "text", "show"}
     | {"call", "name", "know", "locate", "depict", "see", "also", "yes", "one", "mention"}
-    | {"colour", "color", "shape", "material", "make", "many", "much"}
+    | {"colour", "color", "shape", "material", "make", "many", "much", "kind", "type", "sort"}
+    | {"say"}  # "the sign saying …": what a sign says is its text
 )
 
 
