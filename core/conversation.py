@@ -48,7 +48,12 @@ class Resolver(Protocol):
         ...
 
 
-_BACK_REFERENCES = {"it": "{t}", "they": "{t}", "them": "{t}", "its": "{t}'s", "their": "{t}'s"}
+# A boat is "she"; a possessive ("her hull") takes the topic's "'s", an object ("built her")
+# the topic.
+_BACK_REFERENCES = frozenset(
+    {"it", "they", "them", "its", "their", "she", "her", "he", "him", "his"}
+)
+_POSSESSIVES = frozenset({"its", "their", "his"})
 _CONTINUING = frozenset({"and", "also", "but"})
 _WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
 # Quoted text: the words on a sign ("BREAD") are what it says, not what it is.
@@ -97,7 +102,8 @@ def topic_of(text: str) -> Topic | None:
     owner = reading.words[first.head] if first.dep == "pobj" else None
     if first.text.lower() != "the" and owner is not None and owner.text.lower() == "of":
         thing = reading.words[owner.head]
-        if thing.pos == "NOUN":  # "the lighthouse of Dunmore": a thing of a bare place
+        asked_for = thing.dep == "attr"  # "What is the capital of Brevanne?": the unknown
+        if thing.pos == "NOUN" and not asked_for:  # "the lighthouse of Dunmore": a thing of it
             begin = min((w.i for w in reading.children(thing.i) if w.dep == "det"), default=thing.i)
             return Topic(_lower(reading.span_text(begin, end)), reading.span_text(start, end))
     name = reading.span_text(start, end)
@@ -148,31 +154,41 @@ class RuleResolver:
     """The offline resolver: carries the topic into follow-ups that refer back to it."""
 
     def resolve(self, turns: Sequence[Turn], question: str) -> str:
-        topic, previous, asked_names = None, None, False
+        topic, previous, asked_names, answered = None, None, False, ""
         for turn in turns:
             if turn.role == "user":
-                previous = self._rewrite(turn.content, topic, previous)
+                previous = self._rewrite(turn.content, topic, previous, answered)
                 found = topic_of(previous) or topic_of(turn.content)
                 topic = found or topic
                 # "Which inn in Greywick has a purple door?" asks for a thing the answer names.
                 asked_names = found is not None and not _asks_which(read(previous))
-            elif not asked_names and (found := topic_of(strip_markers(turn.content))):
-                topic = found  # the answer named what the question did not
-        return self._rewrite(question, topic, previous)
+            else:
+                answered = strip_markers(turn.content)
+                if not asked_names and (found := topic_of(answered)):
+                    topic = found  # the answer named what the question did not
+        return self._rewrite(question, topic, previous, answered)
 
-    def _rewrite(self, turn: str, topic: Topic | None, previous: str | None) -> str:
+    def _rewrite(
+        self, turn: str, topic: Topic | None, previous: str | None, answered: str = ""
+    ) -> str:
         opening, question = _question(turn)
         if opening and (named := topic_of(opening)):
             topic = named  # "I'm visiting Dunmore. How many arches does it have?"
         if topic is None:
             return turn
-        resolved = self._resolved(question, topic, previous)
+        resolved = self._resolved(question, topic, previous, answered)
         return turn if resolved == question else resolved
 
-    def _resolved(self, question: str, topic: Topic, previous: str | None) -> str:
+    def _resolved(self, question: str, topic: Topic, previous: str | None, answered: str) -> str:
         reading = read(question)
         if self._names_first(reading):
             return question  # a thing of its own, named before anything refers back
+        pointed = _pointed(reading, answered)
+        if pointed is not None:
+            return pointed  # "How long is that river?" after an answer naming the River Alder
+        asked = _without_opening(reading)
+        if asked != question:  # "Great, and what is the shop known for?": the question in it
+            reading, question = read(asked), asked
         refers = any(word.text.lower() in _BACK_REFERENCES for word in reading.words)
         if not (refers or question.rstrip().endswith("?")):
             return question  # "Thanks!", "OK.": nothing asked
@@ -186,7 +202,7 @@ class RuleResolver:
             return self._continue(rest, previous, topic.phrase)
         if _asks_which(reading):
             return question  # which thing of a kind: asked of the world, not of the topic
-        return _with_topic(question, topic.phrase)
+        return _naming(reading, topic) or _with_topic(question, topic.phrase)
 
     @staticmethod
     def _names_first(reading: Reading) -> bool:
@@ -206,7 +222,8 @@ class RuleResolver:
         for word in reading.words:
             lower = word.text.lower()
             if lower in _BACK_REFERENCES:
-                edits.append((word, _BACK_REFERENCES[lower].format(t=topic.phrase)))
+                owner = lower in _POSSESSIVES or (lower == "her" and word.dep == "poss")
+                edits.append((word, f"{topic.phrase}'s" if owner else topic.phrase))
             elif lower == "there" and word.dep != "expl" and _closes(reading, word):
                 place = topic.place
                 edits.append((word, f"at {place}" if place.startswith("the ") else f"in {place}"))
@@ -236,12 +253,84 @@ class RuleResolver:
     @staticmethod
     def _continue(thing: str, previous: str, topic: str) -> str:
         """ "And the roof?" after "What color is the door of the Harbor Inn?": the earlier
-        question, asked of the new thing."""
-        phrase = _definite_phrase(read(previous))
-        if phrase is not None and thing:
-            start, end = phrase
-            return f"{previous[:start]}{thing}{previous[end:]}"
+        question, asked of the new thing in place of the thing it asked of ("What colour is
+        the Maribel's sail?" then "And the hull?" asks of the Maribel's hull)."""
+        reading = read(previous)
+        asked = _asked_thing(reading)
+        new = re.sub(r"^(?:the|a|an)\s+", "", thing, flags=re.IGNORECASE)
+        if asked is not None and new:
+            return f"{previous[: asked.start]}{new}{previous[asked.end :]}"
         return _with_topic(f"What about {thing}?", topic)
+
+
+def _asked_thing(reading: Reading) -> Word | None:
+    """The noun a question asks of: the first common noun that is no name's part and no
+    kind of fact ("door" in "What color is the door of the Harbor Inn?")."""
+    for word in reading.words:
+        if word.pos != "NOUN" or word.lemma in ATTRIBUTE_NOUNS or word.dep in ("compound",):
+            continue
+        if not any(c.tag == "WDT" for c in reading.children(word.i)):
+            return word
+    return None
+
+
+def _without_opening(reading: Reading) -> str:
+    """A question without the words that open it: an interjection ("Great,", "OK,") and a
+    joining "and", where a question of its own follows."""
+    words = [w for w in reading.words if w.text[0].isalnum()]
+    at = 0
+    while at < len(words) and (words[at].pos == "INTJ" or words[at].text.lower() == "great"):
+        at += 1
+    while at < len(words) and words[at].text.lower() in _CONTINUING:
+        at += 1
+    if at == 0 or at >= len(words) or words[at].tag not in _WH_TAGS:
+        return reading.text
+    rest = reading.text[words[at].start :]
+    return rest[:1].upper() + rest[1:]
+
+
+def _naming(reading: Reading, topic: Topic) -> str | None:
+    """The question with a bare "the park" naming the topic where the topic is a park ("How
+    big is the park?" after Kell Park asks how big Kell Park is, not "the park of Kell
+    Park"), and a bare "the province" after "of" or before "'s" naming the topic's place ("the
+    capital of the province" after the flag of Sarnia is Sarnia's capital)."""
+    kinds = {w.lemma for w in read(topic.phrase).words if w.pos in ("NOUN", "PROPN")}
+    for word in reading.words:
+        if word.text.lower() not in ("the", "that", "this") or word.dep != "det":
+            continue
+        head = reading.words[word.head]
+        bare = head.i == word.i + 1 and not any(
+            c.dep in ("prep", "poss", "compound", "amod") for c in reading.children(head.i)
+        )
+        if not bare:
+            continue
+        attached = reading.words[head.head].text.lower() == "of" or any(
+            c.dep == "case" for c in reading.children(head.i)
+        )
+        if head.lemma in kinds:
+            named = topic.phrase
+        elif attached and topic.place != topic.phrase:
+            named = topic.place
+        else:
+            continue
+        return reading.text[: word.start] + named + reading.text[head.end :]
+    return None
+
+
+def _pointed(reading: Reading, answered: str) -> str | None:
+    """The question with its "that river" naming the river the last answer named."""
+    if not answered:
+        return None
+    said = read(answered)
+    for word in reading.words:
+        if word.text.lower() not in ("that", "this") or word.dep != "det":
+            continue
+        head = reading.words[word.head]
+        for start, end in said.name_spans():
+            if head.lemma in {w.lemma for w in said.words[start:end]}:
+                text = reading.text
+                return text[: word.start] + said.span_text(start, end) + text[head.end :]
+    return None
 
 
 def _closes(reading: Reading, word: Word) -> bool:

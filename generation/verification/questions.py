@@ -212,7 +212,8 @@ def _request(reading: Reading) -> Word | None:
         if word.dep != "ROOT" or word.pos != "VERB":
             continue
         subjects = [c for c in reading.children(word.i) if c.dep in ("nsubj", "nsubjpass")]
-        if all(subject.text.lower() == "you" for subject in subjects):
+        listener = bool(subjects) and all(s.text.lower() == "you" for s in subjects)
+        if listener or (not subjects and word.tag == "VB"):  # "Can you tell", "Describe"
             return word
     return None
 
@@ -233,7 +234,8 @@ def _as_request(question: str) -> Reading:
     that opens a line of names for one more name ("Describe Kestrel Point Lighthouse"), so
     a question with no request is read again with its first letter in lower case."""
     reading = read(question)
-    if _request(reading) is None and question[:1].isupper():
+    opening = reading.words[0] if reading.words else None
+    if _request(reading) is None and opening is not None and opening.pos == "PROPN":
         again = read(question[:1].lower() + question[1:])
         if _request(again) is not None:
             return again

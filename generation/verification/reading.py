@@ -264,7 +264,16 @@ class Reading:
 
         def proper(word: Word) -> bool:
             inside = any(start <= word.start < end for start, end in outside)
-            return word.proper and word.text[:1].isupper() and not inside
+            # A capitalised word before a name is part of it: "the Little Wren", whose
+            # "Little" the tagger reads as an adjective.
+            leading = (
+                word.text[:1].isupper()
+                and word.i > 0
+                and words[word.i - 1].sentence == word.sentence
+                and word.i + 1 < len(words)
+                and words[word.i + 1].proper
+            )
+            return (word.proper or leading) and word.text[:1].isupper() and not inside
 
         found, at = [], 0
         while at < len(words):
