@@ -33,7 +33,9 @@ LOAD = (
     "from mmrag.generation.verification.reading import warm_up; warm_up(); "
     "print(time.perf_counter() - t, 'torch' in sys.modules)"
 )
-_SAID_OF_SUBJECT = frozenset({"acomp", "attr", "oprd"})
+# An attribute a verb links to a noun: "is blue", "painted blue" (which the small parser also
+# reads as the verb's object).
+_SAID_OF_SUBJECT = frozenset({"acomp", "attr", "oprd", "xcomp", "ccomp", "dobj"})
 
 
 def cold_load() -> tuple[float, bool]:
@@ -43,20 +45,49 @@ def cold_load() -> tuple[float, bool]:
     return float(seconds), torch == "True"
 
 
+def said_of(sentence: str) -> dict[int, reading.Word | None]:
+    """Each attribute word of a sentence and the noun the parse says it of (None: none): an
+    adjective's head noun, a linking verb's object or subject, a list's first member's noun."""
+    read = reading.read(sentence)
+    words, found = read.words, {}
+    for word in words:
+        if word.attribute is None or word.negated:
+            continue
+        at = word
+        while at.dep == "conj" and at.head != at.i:
+            at = words[at.head]
+        head = words[at.head] if at.head != at.i else None
+        if head is not None and at.dep in _SAID_OF_SUBJECT:
+            subjects = [c for c in read.children(head.i) if c.dep in reading.SUBJECTS]
+            objects = [c for c in read.children(head.i) if c.dep == "dobj" and c is not at]
+            head = (objects or subjects or [None])[0]
+        while head is not None and head.pos not in ("NOUN", "PROPN") and head.head != head.i:
+            head = words[head.head]
+        found[word.i] = head if head is not None and head.pos in ("NOUN", "PROPN") else None
+    return found
+
+
+def _of_kind(sentence: str, kind: str, keep) -> frozenset[str]:
+    words = reading.read(sentence).words
+    return frozenset(
+        words[at].attribute
+        for at, noun in said_of(sentence).items()
+        if reading.ATTRIBUTE_KIND[words[at].attribute] == kind and keep(noun)
+    )
+
+
 def parsed_binding(sentence: str, nouns: frozenset[str], kind: str) -> frozenset[str]:
     """`bound_attributes` read from spaCy's parse instead of the rule."""
-    read = reading.read(sentence)
-    found = set()
-    for word in read.words:
-        if word.attribute is None or reading.ATTRIBUTE_KIND[word.attribute] != kind:
-            continue
-        head = read.words[word.head]
-        if word.dep in _SAID_OF_SUBJECT:  # "the door is blue": the copula's subject
-            subjects = [c for c in read.children(head.i) if c.dep.startswith("nsubj")]
-            head = subjects[0] if subjects else head
-        if reading.STEM(head.text.lower()) in nouns:
-            found.add(word.attribute)
-    return frozenset(found)
+    return _of_kind(
+        sentence, kind, lambda noun: noun is not None and reading.STEM(noun.text.lower()) in nouns
+    )
+
+
+def parsed_of_subject(sentence: str, subject: frozenset[str], kind: str) -> frozenset[str]:
+    """`attributes_of_subject` read from spaCy's parse instead of the rule."""
+    return _of_kind(
+        sentence, kind, lambda noun: noun is None or reading.STEM(noun.text.lower()) in subject
+    )
 
 
 def main() -> None:
@@ -72,8 +103,14 @@ def main() -> None:
     per_sentence = (time.perf_counter() - started) / sentences
     verifier = verifiers(["lexical"])["lexical"]
     rule = score(verifier, pairs)
-    with mock.patch(
-        "mmrag.generation.verification.questions.bound_attributes", parsed_binding
+    with (
+        mock.patch("mmrag.generation.verification.questions.bound_attributes", parsed_binding),
+        mock.patch(
+            "mmrag.generation.verification.questions.attributes_of_subject", parsed_of_subject
+        ),
+        mock.patch(
+            "mmrag.generation.verification.verifier.attributes_of_subject", parsed_of_subject
+        ),
     ):
         spacy_scored = score(verifier, pairs)
     results = {

@@ -25,6 +25,7 @@ from mmrag.service.schemas import (
     AnswerResponse,
     CitationOut,
     Count,
+    CutOut,
     JsonBool,
     SourceOut,
     valid_text,
@@ -184,6 +185,9 @@ class Grounding(BaseModel):
     sources: list[SourceOut] = Field(description="the numbered sources, [1] first")
     question: str = Field(description="the question answered, a follow-up made standalone")
     attribution: str = Field(description="as /v1/answer's: model, verified, extractive, ...")
+    cut: list[CutOut] = Field(
+        default_factory=list, description="as /v1/answer's: what was left out of the answer"
+    )
     abstained: bool = Field(description="true when no source supports an answer")
     generation_error: str | None = None
     timings: dict[str, float]
