@@ -174,8 +174,8 @@ def _text_end(line: bytes, start: int, end: int) -> int:
 class WebQAImageStore:
     """Random access into imgs.tsv: a row is one `os.pread` of its known length (its offset to
     the next row's), so the prefetch threads read rows in parallel, with no lock and no shared
-    file position, and its base64 is decoded by pybase64 (SIMD; 6x the standard library here)
-    straight from the bytes read."""
+    file position, and its base64 is decoded by pybase64 (SIMD; 15x the standard library here,
+    docs/BENCHMARKS.md) straight from the bytes read."""
 
     def __init__(self, tsv_path: str | Path, lineidx_path: str | Path | None = None) -> None:
         self.tsv_path = Path(tsv_path)
