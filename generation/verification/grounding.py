@@ -32,7 +32,15 @@ from typing import NamedTuple
 import numpy as np
 
 from mmrag.generation.verification.questions import with_synonyms
-from mmrag.generation.verification.reading import STEM, UNITS, Reading, Word, read, read_all
+from mmrag.generation.verification.reading import (
+    DIMENSIONS,
+    STEM,
+    UNITS,
+    Reading,
+    Word,
+    read,
+    read_all,
+)
 
 Embed = Callable[[list[str]], np.ndarray]  # texts -> L2-normalised rows (e.g. MiniLM)
 
@@ -74,16 +82,6 @@ def _forms(word: Word) -> set[str]:
     forms = {word.lemma, STEM(word.lemma), word.text.lower()}
     unit = UNITS.get(word.lemma) or UNITS.get(word.text.lower())
     return forms | {unit} if unit else forms
-
-
-# Dimensions a measure is said in. A claim's dimension beside a number is grounded by the
-# source's number in the same unit, unless the source says it measures another: "a 48-metre
-# tower" is 48 metres tall, "a depth of 214 metres" is not 214 metres wide. No library has them.
-DIMENSIONS = {
-    "tall": "height", "high": "height", "height": "height", "long": "length",
-    "length": "length", "wide": "width", "width": "width", "broad": "width", "deep": "depth",
-    "depth": "depth", "across": "width",
-}  # fmt: skip
 
 
 def _measured(said: Reading, word: Word, sources: Sequence[Reading]) -> bool:

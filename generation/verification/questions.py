@@ -22,6 +22,7 @@ from mmrag.generation.verification.attributes import (
 )
 from mmrag.generation.verification.reading import (
     ATTRIBUTE_KIND,
+    DIMENSIONS,
     STEM,
     SUBJECTS,
     Reading,
@@ -89,6 +90,12 @@ def _measure_end(question: str) -> int | None:
     if len(words) > 1 and words[0].text.lower() == "how" and words[1].pos in ("ADJ", "ADV"):
         return words[1].end
     return None
+
+
+def _asks_dimension(question: str) -> bool:
+    """ "How tall", "How long", "How deep": a length, which comes with its unit."""
+    words = [word for word in read(question).words if word.text[0].isalnum()]
+    return len(words) > 1 and words[0].text.lower() == "how" and words[1].lemma in DIMENSIONS
 
 
 def asks_number(question: str) -> bool:
@@ -190,6 +197,8 @@ def gives_what_is_asked(question: str, sentence: str) -> bool:
     asked, said = terms(question), terms(sentence)
     if asks_number(question) and not said.numbers - asked.numbers:
         return False
+    if _asks_dimension(question) and not any(w.unit for w in read(sentence).words):
+        return False  # "How tall …?" is answered in metres, not by a "1" read on a clock
     if _ASKS_PLACE.match(question) and not said.names - asked.names:
         return False
     kind = asked_attribute(question)

@@ -51,7 +51,7 @@ FRAMING = frozenset(
     {"answer", "source", "according", "image", "photo", "picture", "caption", "text", "show"}
     | {"call", "name", "know", "locate", "depict", "see", "also", "yes", "one", "mention"}
     | {"colour", "color", "shape", "material", "make", "many", "much", "kind", "type", "sort"}
-    | {"say"}  # "the sign saying …": what a sign says is its text
+    | {"say", "read"}  # "the sign saying …", "the text reads …": what a sign says is its text
 )
 
 
@@ -102,6 +102,16 @@ UNITS = {
     "kg": "kilogram", "kilogram": "kilogram", "tonne": "tonne", "ton": "tonne",
     "year": "year", "percent": "percent", "%": "percent",
 }  # fmt: skip
+# Dimensions a measure is said in. A claim's dimension beside a number is grounded by the
+# source's number in the same unit, unless the source says it measures another: "a 48-metre
+# tower" is 48 metres tall, "a depth of 214 metres" is not 214 metres wide. No library has them.
+DIMENSIONS = {
+    "tall": "height", "high": "height", "height": "height", "long": "length",
+    "length": "length", "wide": "width", "width": "width", "broad": "width", "deep": "depth",
+    "depth": "depth", "across": "width",
+}  # fmt: skip
+
+
 _SPELLING = ((re.compile(r"(?<=\w{3})our$"), "or"), (re.compile(r"(?<=\w{2})tre$"), "ter"))
 _NUMERIC = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
 
