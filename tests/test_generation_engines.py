@@ -8,7 +8,6 @@ import math
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,16 +17,7 @@ from mmrag.generation.engines import load_engine
 from mmrag.generation.engines.base import StopCutter, decode_data_url, text_only
 from mmrag.generation.engines.openai_http import OpenAIEngine, api_root
 from mmrag.generation.errors import GenerationError
-from tests.helpers import REPO, free_port
-
-
-@dataclass(frozen=True)
-class Src:
-    id: str
-    modality: str
-    title: str
-    text: str
-
+from tests.helpers import REPO, Src, free_port
 
 QUESTION = [
     {"role": "system", "content": "You are a helpful assistant."},

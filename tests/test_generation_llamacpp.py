@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -13,15 +12,7 @@ from mmrag.generation.citations import cite, sentence_end
 from mmrag.generation.engines import EngineInfo
 from mmrag.generation.judge import yes_probability
 from mmrag.generation.rationale import leading_sentences, letter_probabilities, short_answer
-
-
-@dataclass(frozen=True)
-class Src:
-    id: str
-    modality: str
-    title: str
-    text: str
-
+from tests.helpers import Src
 
 LIGHT = Src("s-light", "text", "Dunmore lighthouse", "The lighthouse of Dunmore was built in 1887.")
 BOAT = Src("img-boat", "image", "Blue boat", "A blue boat in Dunmore harbour.")

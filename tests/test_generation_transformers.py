@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from mmrag.generation import AnswerWriter, GenerationError, LMJudge, load_engine
 from mmrag.generation.prompts import image_part
 from mmrag.generation.verification.attribution import Attributor
 from mmrag.generation.verification.verifier import LexicalVerifier
+from tests.helpers import Src
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
@@ -183,13 +183,6 @@ def test_causal_lm_next_token_logprobs(tiny_llama: Path) -> None:
 
 
 def test_causal_lm_behind_the_writer_and_judge(tiny_llama: Path) -> None:
-    @dataclass(frozen=True)
-    class Src:
-        id: str
-        modality: str
-        title: str
-        text: str
-
     source = Src("s-light", "text", "Dunmore lighthouse", "The lighthouse was built in 1887.")
     engine = load_engine("transformers", str(tiny_llama), device="cpu")
     answer = AnswerWriter(engine, max_tokens=12).write("When was it built?", [source])
@@ -222,13 +215,6 @@ def test_vision_language_model_sees_the_image(tiny_llava: Path) -> None:
 
 
 def test_writer_sends_image_sources_as_pixels_to_a_vlm(tiny_llava: Path) -> None:
-    @dataclass(frozen=True)
-    class Src:
-        id: str
-        modality: str
-        title: str
-        text: str
-
     door = Src("img-door", "image", "Harbor Inn door", "The door of the Harbor Inn.")
     engine = load_engine("transformers", str(tiny_llava), device="cpu")
     asked: list[str] = []
@@ -246,13 +232,6 @@ def test_writer_sends_image_sources_as_pixels_to_a_vlm(tiny_llava: Path) -> None
 def test_the_vision_setting_switches_a_vlm_to_text_and_refuses_a_text_model(
     tiny_llava: Path, tiny_llama: Path
 ) -> None:
-    @dataclass(frozen=True)
-    class Src:
-        id: str
-        modality: str
-        title: str
-        text: str
-
     door = Src("img-door", "image", "Harbor Inn door", "The door of the Harbor Inn.")
     asked: list[str] = []
 

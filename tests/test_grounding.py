@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import math
 import string
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,16 +26,9 @@ from mmrag.generation.grounding import (
     qwen_grid,
 )
 from mmrag.generation.types import Answer, Citation
+from tests.helpers import Src
 from tests.openai_recorder import image_urls, recording_server
 from tests.tiny_models import tiny_owl
-
-
-@dataclass(frozen=True)
-class Src:
-    id: str
-    modality: str
-    title: str
-    text: str
 
 
 def jpeg(size: tuple[int, int], color: str = "red") -> bytes:
