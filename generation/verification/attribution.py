@@ -293,10 +293,15 @@ def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list
         versions.append(Part(body[:cut].rstrip(" ,;") + ".", (*whole.cut, Cut(rest, reason))))
     kept = [whole] * answers(whole.text)
     offered = options(question)
+    # A cut keeps what the sentence was about: "The number is 45" is no answer about the town
+    # hall in Alder Vale that the model's sentence named.
+    about = terms(question).names & terms(whole.text).words
     kept += [
         v
         for v in versions[1:]
-        if (terms(v.text).words - asked or picks_one(v.text, offered)) and answers(v.text)
+        if (terms(v.text).words - asked or picks_one(v.text, offered))
+        and about <= terms(v.text).words
+        and answers(v.text)
     ]
     return list({part.text: part for part in kept}.values())
 

@@ -260,6 +260,7 @@ PREDICATE_REACH, NOUN_REACH = 0, 1
 _NAME_PARTS = frozenset({"compound", "flat", "appos", "conj", "cc"})
 _JOINED = frozenset({"compound", "flat", "appos"})  # one thing in two words
 _PREDICATES = frozenset({"VERB", "ADJ"})
+_NAME_WORDS = frozenset({"compound", "flat"})
 _SHARED_CLAUSE = frozenset({"advcl", "xcomp", "conj", "acl", "relcl"})
 _FINITE = frozenset({"VBD", "VBP", "VBZ", "MD"})
 _SUBJECTS = frozenset({"nsubj", "nsubjpass"})
@@ -400,16 +401,32 @@ def _matches(said: Reading, word: Word, sources: Sequence[Reading], text: int, t
     same = {word.lemma, word.text.lower(), *with_synonyms(frozenset({STEM(word.lemma)}))}
     if not ({there.lemma, STEM(there.lemma), there.text.lower()} & same):
         return False
-    parts = _name_parts(said, word, _JOINED)
+    name = {w.lemma for w in _cluster(said, word) if w.proper}
     if word.proper:  # "the river Carrow": its common noun is part of its name too
-        parts |= {c.lemma for c in said.children(word.i) if c.dep in _JOINED}
-    if not parts:
-        return True
-    reading = sources[text]
-    theirs = _name_parts(reading, there, _JOINED)
-    if there.proper and there.dep in _JOINED:  # "Carrow" of "the Carrow hills" names hills
-        theirs.add(reading.words[there.head].lemma)
-    return not theirs or bool(parts & theirs)
+        name |= {c.lemma for c in said.children(word.i) if c.dep in _NAME_WORDS}
+    theirs = _cluster(sources[text], there)
+    if not any(w.proper for w in theirs):
+        return True  # "the bridge", "the stone viaduct": a bare noun may stand for the name
+    return name <= {w.lemma for w in theirs}  # "Rook Hill" is not "Gallow Hill", nor the
+    # "Carrow" of "the Carrow hills" the river Carrow
+
+
+def _cluster(reading: Reading, word: Word) -> list[Word]:
+    """The words that make one name with a word: joined to it, or to each other, as parts of
+    a compound ("Salt", "Hollow" and "Lighthouse"); an apposition ("HMS Tarrant, a frigate")
+    describes, it does not name."""
+    found, frontier = {word.i}, [word.i]
+    while frontier:
+        at = frontier.pop()
+        here = reading.words[at]
+        near = [c.i for c in reading.children(at) if c.dep in _NAME_WORDS]
+        if here.dep in _NAME_WORDS and here.head != at:
+            near.append(here.head)
+        for i in near:
+            if i not in found:
+                found.add(i)
+                frontier.append(i)
+    return [reading.words[i] for i in sorted(found)]
 
 
 def _subject_of(reading: Reading, word: Word) -> bool:
