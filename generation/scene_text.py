@@ -156,11 +156,11 @@ class SceneTextAnswerer:
         return options[best[2]] if best is not None else options[0]
 
 
-# Lemmas by which a question points at the text in the photo it comes with, rather than at
-# the world or at the photo's colours and counts.
+# Lemmas by which a question points at the photo it comes with and its text, rather than at
+# the world (its colours and counts are seen, not read: `asks_about`).
 _ABOUT_THE_TEXT = frozenset(
     {"sign", "write", "writing", "say", "read", "text", "word", "board", "label", "poster"}
-    | {"name", "call", "letter", "number"}
+    | {"name", "call", "letter", "number", "this", "image", "photo", "picture"}
 )
 
 
@@ -170,8 +170,8 @@ def asks_about(question: str, lines: Sequence[str]) -> bool:
     PARKING"). Only then may an answer be read off the photo: "Who won the 1998 world cup?"
     asked with a street sign attached is still declined, and "What color is the door in this
     photo?" is not answered with the house number painted on it."""
-    if asked_attribute(question):  # a colour, shape or material is seen, not read
-        return False
+    if asked_attribute(question) or re.match(r"\s*how many\b", question, re.IGNORECASE):
+        return False  # a colour, a shape, a material or a count is seen, not read
     asked = {word.lemma for word in read(question).words} | _words(question)
     said = _words(" ".join(lines)) - STOPWORDS
     return bool(asked & _ABOUT_THE_TEXT or asked & said)

@@ -442,8 +442,8 @@ def _negated(token: Token) -> bool:
     )
 
 
-def _reading(doc: Doc) -> Reading:
-    text = doc.text
+def _reading(doc: Doc, text: str) -> Reading:
+    """The reading of `text`, from the parse of it as written or as `_as_parsed` gives it."""
     sentence_of: dict[int, int] = {}
     sentences = []
     for number, sent in enumerate(doc.sents):
@@ -462,7 +462,7 @@ def _reading(doc: Doc) -> Reading:
         words.append(
             Word(
                 i=token.i,
-                text=token.text,
+                text=text[token.idx : token.idx + len(token.text)],
                 lemma=lemma,
                 pos=token.pos_,
                 tag=token.tag_,
@@ -502,6 +502,13 @@ def _reading(doc: Doc) -> Reading:
     )
 
 
+def _as_parsed(text: str) -> str:
+    """The text as the tagger reads it best: a sign's capitals ("TO GREYWICK", "ROUTE 12")
+    in title case, of the same length, since the small model takes capitals for anything
+    ("GREYWICK" a common noun, "ROUTE" a name)."""
+    return text.title() if text.isupper() else text
+
+
 _CACHE: OrderedDict[str, Reading] = OrderedDict()
 _CACHE_SIZE = 8192  # texts: a question's sources, claims and turns, many times over
 _CACHE_LOCK = threading.Lock()
@@ -523,8 +530,8 @@ def read_all(texts: Iterable[str]) -> list[Reading]:
                 found[text] = _CACHE[text]
     unread = [text for text in dict.fromkeys(texts) if text not in found]
     if unread:
-        docs = _pipeline().pipe(unread)
-        parsed = {text: _reading(doc) for text, doc in zip(unread, docs, strict=True)}
+        docs = _pipeline().pipe(_as_parsed(text) for text in unread)
+        parsed = {text: _reading(doc, text) for text, doc in zip(unread, docs, strict=True)}
         found.update(parsed)
         with _CACHE_LOCK:
             _CACHE.update(parsed)
