@@ -29,7 +29,7 @@ _LINKING = frozenset(
 )
 # Where the phrase about the noun ends: "a green hull and a white sail".
 _BREAKS = frozenset({"and", "with", "but", "while", "which", "that", "where", "who", "whose"})
-_COORDINATING = frozenset({"and", "or", ",", "bright", "dark", "light", "pale", "deep"})
+_COORDINATING = frozenset({"and", "or", ",", "-", "bright", "dark", "light", "pale", "deep"})
 ADJECTIVE_REACH = 3  # words between an adjective and its noun ("purple hanging sign")
 LINK_REACH = 12  # "the glass in the window of the Chapel of St. Aidan is yellow"
 

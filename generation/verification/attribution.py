@@ -293,9 +293,9 @@ def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list
         versions.append(Part(body[:cut].rstrip(" ,;") + ".", (*whole.cut, Cut(rest, reason))))
     kept = [whole] * answers(whole.text)
     offered = options(question)
-    # A cut keeps what the sentence was about: "The number is 45" is no answer about the town
-    # hall in Alder Vale that the model's sentence named.
-    about = terms(question).names & terms(whole.text).words
+    # A cut keeps what the sentence was about, the question's words it says: "The number
+    # Dunmore is 12" is no answer about the town hall in Dunmore that the model named.
+    about = asked & terms(whole.text).words
     kept += [
         v
         for v in versions[1:]
