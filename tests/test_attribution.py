@@ -389,8 +389,10 @@ def test_an_answer_about_this_photo_cites_it_or_a_source_about_what_it_shows(att
     buses = Src("s-bus", "text", "Buses", "Madrid's buses run on natural gas.")
     question = "What does the text on the side of this bus say?"
     raw = 'The text on the side of the bus says: "A tabby cat looking to the side" [2].'
-    framed = attributor.attribute(question, answered(raw, [photo, cat]))
-    assert framed.attribution == "model"  # the verifier alone lets it through
+    framed = answered(raw, [photo, cat])
+    # Grounded word by word, the verifier now declines it itself; were it kept, it cites
+    # nothing about this bus.
+    assert attributor.attribute(question, framed).attribution == "declined"
     assert not cites_what_is_pointed_at(question, framed, "upload-1")
     read = answered('The bus says "cero emisiones" [1].', [photo, cat])
     assert cites_what_is_pointed_at(question, read, "upload-1")
