@@ -128,7 +128,8 @@ class Attributor:
             return answer
         sources = list(answer.sources)
         said = answer.text_without_markers
-        for part in supported_parts(question, said, self._gaps(question, said, sources)):
+        gaps = self._gaps(question, said, sources)
+        for part in supported_parts(question, said, gaps):
             claim = part.text
 
             @functools.cache  # by marker: a judge that sees is asked once per claim
@@ -153,7 +154,7 @@ class Attributor:
                 joint = self._joint(question, claim, sources, everything)
                 if joint is not None:
                     return self._cited(answer, claim, joint[:2], "verified", part.cut)
-        replaced = [Cut(said, _unsupported(self._gaps(question, said, sources)))]
+        replaced = [Cut(said, _unsupported(gaps))]
         pool = [*sources, *(s for s in runners_up if s.id not in {g.id for g in sources})]
         extracted = extract(question, pool)
         if extracted is not None:
