@@ -136,6 +136,141 @@ def test_a_clause_said_twice_is_said_once(attributor):
     assert_grounded(checked, question)
 
 
+@pytest.mark.parametrize(
+    ("question", "raw", "source", "said"),
+    [
+        (
+            "Who built the Anchor Hotel, and when?",
+            "The Anchor Hotel was built by a local stonemason, Brigid Mallory, in 1891 by a local "
+            "stonemason [1].",
+            Src(
+                "anchor",
+                "text",
+                "Anchor Hotel",
+                "The Anchor Hotel is a hotel in Kestrel Bay, built in 1891 by Brigid Mallory, a "
+                "local stonemason.",
+            ),
+            "The Anchor Hotel was built by a local stonemason, Brigid Mallory, in 1891.",
+        ),
+        (
+            "When was the Thistle Inn listed as a protected building?",
+            "The Thistle Inn was listed as a protected building in 1988, and it was listed as a "
+            "protected building in 1988 [1].",
+            Src(
+                "thistle",
+                "text",
+                "Thistle Inn",
+                "The Thistle Inn has 28 guest rooms. It was listed as a protected building in "
+                "1988.",
+            ),
+            "The Thistle Inn was listed as a protected building in 1988.",
+        ),
+    ],
+    ids=["a-phrase-said-again-at-the-end", "a-clause-said-again-after-and-it"],
+)
+def test_what_is_said_again_further_on_is_said_once(attributor, question, raw, source, said):
+    checked = attributor.attribute(question, answered(raw, [source]))
+    assert checked.text_without_markers == said
+    assert [cut.reason for cut in checked.cut] == ["said twice"]
+    assert_grounded(checked, question)
+
+
+def test_an_apposition_cut_takes_its_commas_with_it(attributor):
+    question = "What does the Gannet look like?"
+    raw = "The Gannet, a majestic seabird, has a black hull and a red sail [1]."
+    boat = Src(
+        "30000049",
+        "image",
+        "Fishing boat Gannet",
+        "The fishing boat Gannet moored at Kestrel Bay, with a black hull and a red sail.",
+    )
+    checked = attributor.attribute(question, answered(raw, [boat]))
+    assert checked.text_without_markers == "The Gannet has a black hull and a red sail."
+    assert [cut.text for cut in checked.cut] == ["a majestic seabird"]
+
+
+def test_an_answer_that_names_nothing_asked_of_is_replaced_by_its_source(attributor):
+    question = "How many steps do you climb to the top of the Marrow Point Lighthouse?"
+    steps = Src(
+        "steps",
+        "text",
+        "Marrow Point Lighthouse",
+        "Visitors can climb 221 steps to a lantern room at the top of the Marrow Point Lighthouse.",
+    )
+    checked = attributor.attribute(question, answered("The answer is: 221 [1].", [steps]))
+    assert checked.attribution == "extractive"
+    assert checked.text_without_markers.startswith("Visitors can climb 221 steps")
+
+
+@pytest.mark.parametrize(
+    ("question", "source", "said"),
+    [
+        (
+            "How long is the River Grey?",
+            Src(
+                "173714726c1672297608d9425d111a9d",
+                "text",
+                "River Grey",
+                "The River Grey rises in the Greywick Hills and flows for 41 kilometres before "
+                "reaching the Sarn Sea near Greywick. Salmon and sea trout run in it every autumn.",
+            ),
+            "flows for 41 kilometres",
+        ),
+        (
+            "How big is Millbrook Green?",
+            Src(
+                "3065cf758a020c5cb9e5113b9d802682",
+                "text",
+                "Millbrook Green",
+                "Millbrook Green covers 36 hectares and includes a duck pond. It is open from dawn "
+                "until dusk.",
+            ),
+            "covers 36 hectares",
+        ),
+        (
+            "How many people live in Estival?",
+            Src(
+                "ce6ec4ab324ce2dd2d3f0bf3504d7d95",
+                "text",
+                "Estival",
+                "Estival is a province on the far shore of the Sarn Sea. Its capital is Estia, and "
+                "it has about 502,000 inhabitants, most of whom live along the coast.",
+            ),
+            "502,000 inhabitants",
+        ),
+        (
+            "Can you tell me about the Iron Anvil Forge?",
+            Src(
+                "ef463c53b79ecb4ea95c2c0b07465834",
+                "text",
+                "Iron Anvil Forge",
+                "The Iron Anvil Forge is a forge on Chapel Hill in Greywick, opened in 1896 by Ada "
+                "Devereux. It began as a market stall before moving into its present premises.",
+            ),
+            "The Iron Anvil Forge is a forge on Chapel Hill",  # a request, not a yes/no question
+        ),
+    ],
+    ids=["length-in-kilometres", "size-in-hectares", "people-as-inhabitants", "can-you-tell-me"],
+)
+def test_a_question_one_source_sentence_answers_is_answered(attributor, question, source, said):
+    checked = attributor.attribute(question, answered("Yes [1].", [source]))
+    assert checked.attribution == "extractive", checked.text
+    assert said in checked.text
+    assert_grounded(checked, question)
+
+
+def test_a_sentence_missing_both_the_asked_kind_and_another_word_does_not_answer(attributor):
+    question = "What time does the Lantern Bakery open in the morning?"
+    bakery = Src(
+        "bakery",
+        "text",
+        "Lantern Bakery",
+        "The Lantern Bakery is a bakery on Mill Lane in Dunmore, opened in 1864 by Piers Devereux.",
+    )
+    checked = attributor.attribute(question, answered("It opens at 7 [1].", [bakery]))
+    assert checked.abstained, checked.text
+
+
 def test_what_no_source_says_of_an_event_is_not_kept(attributor):
     question = "What is special about the Greywick Lantern Night?"
     raw = (
@@ -157,7 +292,7 @@ def test_what_no_source_says_of_an_event_is_not_kept(attributor):
             "The Aldric Tower in Dunmore [1].",
             [ALDRIC_PHOTO],
             [ALDRIC_TEXT],
-            "Aldric Tower was completed in 1821",  # its "It was …", said of its title
+            "The Aldric Tower is a 48-metre tower in Dunmore",  # what it is, said first
         ),
         (
             "Describe Kestrel Point Lighthouse.",
@@ -168,7 +303,7 @@ def test_what_no_source_says_of_an_event_is_not_kept(attributor):
             "The photo shows the Kestrel Point Lighthouse",
         ),
     ],
-    ids=["fragment-replaced-by-the-text-that-says-most", "caption-said-of-its-photo"],
+    ids=["fragment-replaced-by-the-text-saying-what-it-is", "caption-said-of-its-photo"],
 )
 def test_a_fragment_becomes_a_full_sentence(attributor, question, raw, sources, runners_up, said):
     checked = attributor.attribute(question, answered(raw, sources), runners_up=runners_up)

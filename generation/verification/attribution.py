@@ -45,7 +45,7 @@ from mmrag.generation.verification.questions import (
     relation,
     with_synonyms,
 )
-from mmrag.generation.verification.reading import read, sentence_spans, terms
+from mmrag.generation.verification.reading import Reading, read, sentence_spans, terms
 from mmrag.generation.verification.verifier import SUPPORTED, Verifier, evidence_text
 
 DECLINE = "The indexed sources do not answer this question."
@@ -280,8 +280,11 @@ def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list
     asked, wanted = terms(question).words, relation(question)
 
     def answers(part: str) -> bool:
-        states = not wanted or bool(wanted & with_synonyms(terms(part).words))
-        return states and read(part).finite() and gives_what_is_asked(question, part)
+        said = terms(part).words
+        states = not wanted or bool(wanted & with_synonyms(said))
+        # It says what it is about: "The answer is: 221." names nothing the question asked of.
+        about = not asked or bool(asked & said)
+        return states and about and read(part).finite() and gives_what_is_asked(question, part)
 
     whole = _said_once(claim)
     versions = [whole, *_without_gaps(whole, gaps)] if gaps else [whole]
@@ -308,16 +311,52 @@ def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list
 
 
 def _said_once(claim: str) -> Part:
-    """The claim with a run of words it repeats at once said once."""
-    words = [w for w in read(claim).words if w.text[0].isalnum()]
+    """The claim with a run of words it repeats said once: at once ("by Ivo Brannock, a local
+    brewer, in 1888 by Ivo Brannock, a local brewer, in 1888"), or again at the end of a clause
+    ("built by a local stonemason, Brigid Mallory, in 1891 by a local stonemason"), with the
+    words that only joined it ("…in 1988, and it was listed as a protected building in 1988").
+    A run said again mid-clause compares ("the park in Dunmore is larger than the park in
+    Greywick") and stays."""
+    reading = read(claim)
+    words = [w for w in reading.words if w.text[0].isalnum()]
     lowers = [w.text.lower() for w in words]
     for size in range(len(lowers) // 2, REPEAT_WORDS - 1, -1):
-        for at in range(len(lowers) - 2 * size + 1):
-            if lowers[at : at + size] == lowers[at + size : at + 2 * size]:
-                start, end = words[at + size].start, words[at + 2 * size - 1].end
+        for first in range(len(lowers) - 2 * size + 1):
+            run = lowers[first : first + size]
+            if not any(w.content for w in words[first : first + size]):
+                continue
+            for again in range(first + size, len(lowers) - size + 1):
+                if lowers[again : again + size] != run:
+                    continue
+                end = words[again + size - 1].end
+                if again > first + size and claim[end:].strip()[:1] not in ("", ",", ";", "."):
+                    continue  # said again mid-clause
+                joined = again
+                while joined > first + size and not words[joined - 1].content:
+                    joined -= 1  # ", and it": words that only joined the repeat
+                start = words[first + size - 1].end if joined == first + size else None
+                start = start if start is not None else words[joined].start
+                if again > first + size and not _detachable(reading, start, end):
+                    continue  # "on a black hanging sign of the Iron Anvil Forge" keeps its sign
                 text = _tidy(claim[:start] + claim[end:])
-                return Part(text, (Cut(claim[start:end], "said twice"),))
+                return Part(text, (Cut(claim[start:end].strip(" ,;"), "said twice"),))
     return Part(claim)
+
+
+def _detachable(reading: Reading, start: int, end: int) -> bool:
+    """Whether the words in [start, end) are whole phrases that can go: each hangs, through
+    the words of the span, from a modifier or clause whose subtree the span holds."""
+    inside = {w.i for w in reading.words if start <= w.start and w.end <= end}
+    for at in inside:
+        top = at
+        while reading.words[top].head != top and reading.words[top].head in inside:
+            top = reading.words[top].head
+        word = reading.words[top]
+        if word.dep not in _DETACHABLE | {"cc", "punct", "agent"}:  # "agent": by a doer
+            return False
+        if not {w.i for w in reading.subtree(top) if w.pos != "PUNCT"} <= inside:
+            return False
+    return bool(inside)
 
 
 def _without_gaps(whole: Part, gaps: Sequence[Gap]) -> list[Part]:
@@ -337,11 +376,12 @@ def _without_gaps(whole: Part, gaps: Sequence[Gap]) -> list[Part]:
                 if word.dep == "conj":  # "deepest and largest": the "and" goes too
                     joins = [c for c in reading.children(word.head) if c.dep == "cc"]
                     span = (min([span[0], *(c.start for c in joins)]), span[1])
+                span = _with_commas(whole.text, span)
                 pieces.setdefault(span, []).append(gap.reason)
                 break
     found = []
     for span, reasons in pieces.items():
-        cut = Cut(whole.text[span[0] : span[1]], "; ".join(dict.fromkeys(reasons)))
+        cut = Cut(whole.text[span[0] : span[1]].strip(" ,"), "; ".join(dict.fromkeys(reasons)))
         found.append((span, cut))
     versions = [Part(_tidy(_removed(whole.text, [span])), (*whole.cut, cut)) for span, cut in found]
     if len(found) > 1:
@@ -350,6 +390,18 @@ def _without_gaps(whole: Part, gaps: Sequence[Gap]) -> list[Part]:
             Part(_tidy(_removed(whole.text, spans)), (*whole.cut, *(c for _, c in found)))
         )
     return sorted(versions, key=lambda part: -len(part.text))
+
+
+def _with_commas(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """A piece set off by commas, with them: "The Gannet, a majestic seabird, is …" leaves
+    "The Gannet is …", not "The Gannet, is …"."""
+    start, end = span
+    before = text[:start].rstrip()
+    if not before.endswith(","):
+        return span
+    after = text[end:].lstrip()
+    start = len(before) - 1
+    return (start, len(text) - len(after) + 1) if after.startswith(",") else (start, end)
 
 
 def _removed(text: str, spans: Sequence[tuple[int, int]]) -> str:

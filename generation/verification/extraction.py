@@ -12,12 +12,14 @@ fragment is not an answer.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from mmrag.generation.citations import first_sentence
 from mmrag.generation.types import SourceLike
 from mmrag.generation.verification.questions import (
     answers_the_question,
+    asks_appearance,
     asks_open,
     asks_yes_no,
     topic,
@@ -50,7 +52,8 @@ def _extract(
     question: str, sources: Sequence[SourceLike], *, kind_named: bool
 ) -> tuple[str, int] | None:
     yes_no, open_request = asks_yes_no(question), asks_open(question)
-    found: list[tuple[bool, int, int, str, int]] = []  # (not about, -new words, order, …)
+    appearance = open_request and asks_appearance(question)
+    found: list[tuple[bool, bool, int, int, str, int]] = []  # (not about, not first, -new, …)
     for number, source in enumerate(sources, 1):
         context = evidence_text(source)
         for sentence, kind in _sentences_title_last(source):
@@ -65,8 +68,15 @@ def _extract(
                 if not open_request:
                     return said, number
                 new = terms(sentence).words - terms(question).words
-                about = _about(topic(question), sentence)
-                found.append((not about, -len(new), len(found), said, number))
+                # What a reader says first: what the thing looks like when that is asked (the
+                # photo's caption, about what its title names), else what it is ("The Harbor
+                # Inn is an inn in Dunmore …").
+                captioned = source.modality == "image" and kind == "text"
+                about = _about(topic(question), sentence) or (
+                    captioned and _about(topic(question), source.title)
+                )
+                first = captioned if appearance else _defines(sentence)
+                found.append((not about, not first, -len(new), len(found), said, number))
     if found:
         *_, said, number = min(found)
         return said, number
@@ -93,6 +103,13 @@ def _about(thing: str, sentence: str) -> bool:
     return False
 
 
+def _defines(sentence: str) -> bool:
+    """ "X is a 48-metre tower …": a sentence saying what its subject is."""
+    reading = read(sentence)
+    roots = [word for word in reading.words if word.dep == "ROOT" and word.lemma == "be"]
+    return any(c.dep == "attr" for root in roots for c in reading.children(root.i))
+
+
 def full_sentence(sentence: str, source: SourceLike, kind: str = "text") -> str | None:
     """The sentence; a caption's noun phrase said of its photo, and a line read in the image
     said to be read there; None for other fragments."""
@@ -117,23 +134,30 @@ def _sentences_title_last(source: SourceLike) -> list[tuple[str, str]]:
     if len(ocr_text) <= SIGN_CHARS:  # a sign's few lines read as one ("NO ENTRY / EXCEPT BUSES")
         lines = [ocr_text]
     said = [(source.text, "text"), *((line, "ocr") for line in lines), (source.title, "title")]
+    title = re.sub(r"\s*\([^)]*\)$", "", source.title or "")  # "Sea Lark (boat)"
+    if title and f"the {title}".lower() in source.text.lower():  # "the Dunmore Harbor Festival"
+        title = f"The {title}"
     return [
-        (_named(sentence, source.title), kind)
+        (_named(sentence, title), kind)
         for part, kind in said
         if part
         for sentence in sentences(part)
     ]
 
 
+_REFERRING = {"It": "", "She": "", "He": "", "Its": "’s", "Her": "’s", "His": "’s"}
+
+
 def _named(sentence: str, title: str) -> str:
-    """A sentence that opens with "It" or "Its", with the source's title in its place: out of
-    its snippet, "It has a population of 5,903" says nothing of Dunmore."""
+    """A sentence that opens with "It", "Its", "She" (a boat) or "He", with the source's title
+    in its place: out of its snippet, "It has a population of 5,903" says nothing of Dunmore,
+    "She was built at Dunmore" nothing of the Sea Lark."""
     words = read(sentence).words
-    if not title or not words or words[0].text not in ("It", "Its"):
+    if not title or not words or words[0].text not in _REFERRING:
         return sentence
-    name = _lower_article(title) if title.startswith("The ") else title
-    name = name[:1].upper() + name[1:]
-    return f"{name}{'’s' if words[0].text == 'Its' else ''}{sentence[words[0].end :]}"
+    if words[0].text == "Her" and words[0].dep not in ("poss",):
+        return sentence
+    return f"{title}{_REFERRING[words[0].text]}{sentence[words[0].end :]}"
 
 
 def _lower_article(sentence: str) -> str:

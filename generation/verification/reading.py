@@ -100,7 +100,8 @@ UNITS = {
     "kilometer": "kilometre", "cm": "centimetre", "centimetre": "centimetre",
     "centimeter": "centimetre", "ft": "foot", "foot": "foot", "feet": "foot", "mile": "mile",
     "kg": "kilogram", "kilogram": "kilogram", "tonne": "tonne", "ton": "tonne",
-    "year": "year", "percent": "percent", "%": "percent",
+    "year": "year", "percent": "percent", "%": "percent", "hectare": "hectare", "ha": "hectare",
+    "acre": "acre",
 }  # fmt: skip
 # Dimensions a measure is said in. A claim's dimension beside a number is grounded by the
 # source's number in the same unit, unless the source says it measures another: "a 48-metre
@@ -108,7 +109,7 @@ UNITS = {
 DIMENSIONS = {
     "tall": "height", "high": "height", "height": "height", "long": "length",
     "length": "length", "wide": "width", "width": "width", "broad": "width", "deep": "depth",
-    "depth": "depth", "across": "width",
+    "depth": "depth", "across": "width", "size": "size", "area": "size",
 }  # fmt: skip
 
 
