@@ -58,6 +58,9 @@ _CONTINUING = frozenset({"and", "also", "but"})
 _WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
 # Quoted text: the words on a sign ("BREAD") are what it says, not what it is.
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
+# The kinds of place a bare "the town" names when the conversation is in one; no library here
+# says which nouns are places (spaCy tags names, not the nouns that stand for them).
+_PLACE_KINDS = frozenset({"town", "city", "village", "province", "country", "region", "island"})
 
 
 @dataclass(frozen=True)
@@ -154,36 +157,50 @@ class RuleResolver:
     """The offline resolver: carries the topic into follow-ups that refer back to it."""
 
     def resolve(self, turns: Sequence[Turn], question: str) -> str:
-        topic, previous, asked_names, answered = None, None, False, ""
+        topic, previous, asked_names, answers = None, None, False, []
+        asked: str | None = None  # what the last question asked of, named by nothing
         for turn in turns:
             if turn.role == "user":
-                previous = self._rewrite(turn.content, topic, previous, answered)
+                previous = self._rewrite(turn.content, topic, previous, answers)
                 found = topic_of(previous) or topic_of(turn.content)
                 topic = found or topic
                 # "Which inn in Greywick has a purple door?" asks for a thing the answer names.
                 asked_names = found is not None and not _asks_which(read(previous))
+                own = _question(turn.content)[1]
+                asked = None if topic_of(own) else _thing_asked(own)
             else:
-                answered = strip_markers(turn.content)
-                if not asked_names and (found := topic_of(answered)):
-                    topic = found  # the answer named what the question did not
-        return self._rewrite(question, topic, previous, answered)
+                answers.insert(0, strip_markers(turn.content))
+                named = topic_of(answers[0])
+                if not asked_names and named:
+                    topic = _placed(named, topic)  # the answer named what the question did not
+                elif asked and (thing := _named_thing(answers[0], asked)):
+                    # "I'm visiting Alder Vale. When is the spring fair held?": its answer
+                    # names the Alder Vale Spring Fair, and "its highlights" are the fair's.
+                    topic = Topic(thing, topic.place if topic else thing)
+        return self._rewrite(question, topic, previous, answers)
 
     def _rewrite(
-        self, turn: str, topic: Topic | None, previous: str | None, answered: str = ""
+        self,
+        turn: str,
+        topic: Topic | None,
+        previous: str | None,
+        answers: Sequence[str] = (),
     ) -> str:
         opening, question = _question(turn)
         if opening and (named := topic_of(opening)):
             topic = named  # "I'm visiting Dunmore. How many arches does it have?"
         if topic is None:
             return turn
-        resolved = self._resolved(question, topic, previous, answered)
+        resolved = self._resolved(question, topic, previous, answers)
         return turn if resolved == question else resolved
 
-    def _resolved(self, question: str, topic: Topic, previous: str | None, answered: str) -> str:
+    def _resolved(
+        self, question: str, topic: Topic, previous: str | None, answers: Sequence[str]
+    ) -> str:
         reading = read(question)
         if self._names_first(reading):
             return question  # a thing of its own, named before anything refers back
-        pointed = _pointed(reading, answered)
+        pointed = next(filter(None, (_pointed(reading, answered) for answered in answers)), None)
         if pointed is not None:
             return pointed  # "How long is that river?" after an answer naming the River Alder
         asked = _without_opening(reading)
@@ -299,22 +316,54 @@ def _naming(reading: Reading, topic: Topic) -> str | None:
         if word.text.lower() not in ("the", "that", "this") or word.dep != "det":
             continue
         head = reading.words[word.head]
-        bare = head.i == word.i + 1 and not any(
-            c.dep in ("prep", "poss", "compound", "amod") for c in reading.children(head.i)
-        )
-        if not bare:
+        # "the post office" of the Greywick Post Office: its compound words are the topic's too
+        said = [  # what names it, not what is said of it ("known for …")
+            c for c in reading.children(head.i) if c.dep not in ("det", "case", "acl", "relcl")
+        ]
+        bare = all(c.dep == "compound" and c.lemma in kinds for c in said)
+        first = said[0].i if said else head.i  # "the post office": nothing between
+        if not bare or first != word.i + 1:
             continue
         attached = reading.words[head.head].text.lower() == "of" or any(
             c.dep == "case" for c in reading.children(head.i)
         )
         if head.lemma in kinds:
             named = topic.phrase
-        elif attached and topic.place != topic.phrase:
-            named = topic.place
+        elif topic.place != topic.phrase and (attached or head.lemma in _PLACE_KINDS):
+            named = topic.place  # "When was the town granted a market charter?": Greywick
         else:
             continue
         return reading.text[: word.start] + named + reading.text[head.end :]
     return None
+
+
+def _thing_asked(question: str) -> str | None:
+    """The head noun of a question's first "the …" phrase ("fair" in "When is the spring fair
+    held?"), or None."""
+    reading = read(question)
+    for word in reading.words:
+        if word.text.lower() == "the" and word.dep == "det" and word.head > word.i:
+            head = reading.words[word.head]
+            return head.lemma if head.pos == "NOUN" else None
+    return None
+
+
+def _named_thing(answered: str, head: str) -> str | None:
+    """The name an answer gives a thing of the asked kind ("The Alder Vale Spring Fair" for
+    "fair"), with its article inside a sentence."""
+    reading = read(answered)
+    for start, end in _names(reading):
+        if reading.words[end - 1].lemma.lower() == head:
+            return _lower(reading.span_text(start, end))
+    return None
+
+
+def _placed(named: Topic, before: Topic | None) -> Topic:
+    """A thing the answer named, keeping the place the conversation was in when the answer
+    names none of its own: "Which river flows through the town?" asked in Greywick."""
+    if before is None or named.place != named.phrase:
+        return named
+    return Topic(named.phrase, before.place)
 
 
 def _pointed(reading: Reading, answered: str) -> str | None:
@@ -323,9 +372,12 @@ def _pointed(reading: Reading, answered: str) -> str | None:
         return None
     said = read(answered)
     for word in reading.words:
-        if word.text.lower() not in ("that", "this") or word.dep != "det":
+        if word.text.lower() not in ("that", "this") or word.i + 1 >= len(reading.words):
             continue
-        head = reading.words[word.head]
+        after = reading.words[word.i + 1]  # the tagger takes "that" for a pronoun at times
+        head = reading.words[word.head] if word.dep == "det" else after
+        if head.pos != "NOUN":
+            continue
         for start, end in said.name_spans():
             if head.lemma in {w.lemma for w in said.words[start:end]}:
                 text = reading.text

@@ -259,6 +259,83 @@ def test_a_question_one_source_sentence_answers_is_answered(attributor, question
     assert_grounded(checked, question)
 
 
+FORGE_SIGN = Src(
+    "30000042",
+    "image",
+    "Sign of the Iron Anvil Forge",
+    "The black hanging sign of the Iron Anvil Forge in Greywick, painted with the word FORGE in "
+    "orange letters.",
+)
+GANNET_PHOTO = Src(
+    "gannet-photo",
+    "image",
+    "Fishing boat Gannet at Marrow Point",
+    "The fishing boat Gannet moored at Marrow Point, with a black hull and a red sail.",
+)
+HARVEST_FAIR = Src(
+    "harvest-fair",
+    "text",
+    "Marrow Point Harvest Fair",
+    "The Marrow Point Harvest Fair is an annual festival held in Marrow Point every September.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "sources", "said"),
+    [
+        (  # what it is known for, not any sentence about it
+            "What is the Iron Anvil Forge known for?",
+            [
+                FORGE_SIGN,
+                Src(
+                    "forge-known",
+                    "text",
+                    "Iron Anvil Forge",
+                    "Known for its gate hinges, the Iron Anvil Forge has been run by the same "
+                    "family for 5 generations and employs 6 people.",
+                ),
+            ],
+            "Known for its gate hinges",
+        ),
+        (  # a "fishing boat" says nothing of what she fishes for
+            "What does the Gannet fish for?",
+            [
+                GANNET_PHOTO,
+                Src(
+                    "gannet-cod",
+                    "text",
+                    "Gannet (boat)",
+                    "The Gannet fishes mainly for cod and is crewed by 6 people.",
+                ),
+            ],
+            "The Gannet fishes mainly for cod",
+        ),
+        (  # the sentence naming the contests, not one missing only them
+            "What contests are held at the Marrow Point Harvest Fair?",
+            [
+                HARVEST_FAIR,
+                Src(
+                    "harvest-highlights",
+                    "text",
+                    "Marrow Point Harvest Fair",
+                    "Highlights of the Marrow Point Harvest Fair include an oyster-shucking "
+                    "contest and a ploughing match.",
+                ),
+            ],
+            "an oyster-shucking contest",
+        ),
+    ],
+    ids=["known-for", "fishing-boat-is-no-fishing", "what-contests"],
+)
+def test_the_sentence_that_says_what_is_asked_wins_over_one_about_the_thing(
+    attributor, question, sources, said
+):
+    checked = attributor.attribute(question, answered("Yes [1].", sources))
+    assert said in checked.text, checked.text
+    assert checked.citations[0].source_id == sources[1].id
+    assert_grounded(checked, question)
+
+
 def test_a_sentence_missing_both_the_asked_kind_and_another_word_does_not_answer(attributor):
     question = "What time does the Lantern Bakery open in the morning?"
     bakery = Src(

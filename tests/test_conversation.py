@@ -94,6 +94,57 @@ def test_the_topic_comes_from_the_answer_when_the_question_named_none() -> None:
     assert RuleResolver().resolve(turns, "Who built it?") == "Who built the Harbor Inn?"
 
 
+def conversation(*said: str) -> list[Turn]:
+    """Turns as written, user and assistant in turn."""
+    return [Turn("user" if n % 2 == 0 else "assistant", text) for n, text in enumerate(said)]
+
+
+@pytest.mark.parametrize(
+    ("turns", "question", "resolved"),
+    [
+        (  # "the town" is the place the conversation is in, and "its" is the town's after it
+            conversation(
+                "I'm visiting Greywick. Which river flows through the town?",
+                "The River Grey flows through Greywick, whose economy depends on slate [2].",
+                "When was the town granted a market charter?",
+                "Greywick was granted a market charter in 1242 [1].",
+            ),
+            "What colour is the shield on its coat of arms?",
+            "What colour is the shield on Greywick's coat of arms?",
+        ),
+        (  # the thing the last question asked of, as its answer names it
+            conversation(
+                "I'm visiting Alder Vale. When is the spring fair held?",
+                "The Alder Vale Spring Fair is held in April [1].",
+            ),
+            "What are its highlights?",
+            "What are the Alder Vale Spring Fair's highlights?",
+        ),
+        (  # "the post office" is the Greywick Post Office, not a post office of it
+            conversation(
+                "Tell me about the Greywick Post Office.",
+                "The Greywick Post Office is a post office on Market Square in Greywick [2].",
+            ),
+            "What is the post office known for?",
+            "What is the Greywick Post Office known for?",
+        ),
+        (  # "that river" is the one an earlier answer named, not only the last
+            conversation(
+                "Which river does the Mill Bridge span?",
+                "The Mill Bridge carries the old coach road across the River Alder [2].",
+                "Who was its engineer?",
+                "The Mill Bridge was built by the engineer Maud Corrigan [2].",
+            ),
+            "How long is that river?",
+            "How long is the River Alder?",
+        ),
+    ],
+    ids=["the-town-in-greywick", "the-fair-the-answer-named", "the-post-office", "that-river"],
+)
+def test_a_follow_up_names_what_the_conversation_named(turns, question, resolved) -> None:
+    assert RuleResolver().resolve(turns, question) == resolved
+
+
 def test_without_a_named_thing_nothing_is_carried() -> None:
     """A photo's conversation ("What does the sign say?" then "When does it open?") keeps its
     words: the photo itself stays attached, and it is what the question is about. The words

@@ -43,6 +43,7 @@ from mmrag.generation.verification.questions import (
     options,
     picks_one,
     relation,
+    states,
     with_synonyms,
 )
 from mmrag.generation.verification.reading import Reading, read, sentence_spans, terms
@@ -280,11 +281,11 @@ def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list
     asked, wanted = terms(question).words, relation(question)
 
     def answers(part: str) -> bool:
-        said = terms(part).words
-        states = not wanted or bool(wanted & with_synonyms(said))
+        stated = not wanted or bool(wanted & states(part))
         # It says what it is about: "The answer is: 221." names nothing the question asked of.
-        about = not asked or bool(asked & said)
-        return states and about and read(part).finite() and gives_what_is_asked(question, part)
+        about = not asked or bool(asked & terms(part).words)
+        whole = read(part).finite() and _complete(part)
+        return stated and about and whole and gives_what_is_asked(question, part)
 
     whole = _said_once(claim)
     versions = [whole, *_without_gaps(whole, gaps)] if gaps else [whole]
@@ -308,6 +309,18 @@ def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list
         and answers(v.text)
     ]
     return list({part.text: part for part in kept}.values())
+
+
+# What completes "is": "is a hotel" (attr), "is green" (acomp), "is in Dunmore" (prep).
+_COMPLEMENTS = frozenset({"attr", "acomp", "prep", "advmod", "npadvmod", "oprd", "ccomp", "dobj"})
+
+
+def _complete(part: str) -> bool:
+    """Whether a sentence's "is" keeps what it says the thing is: a cut that leaves "The coat
+    of arms of Alder Vale, with a white heart on a green shield, is a." is no sentence."""
+    reading = read(part)
+    roots = [w for w in reading.words if w.dep == "ROOT" and w.lemma == "be"]
+    return all(any(c.dep in _COMPLEMENTS for c in reading.children(root.i)) for root in roots)
 
 
 def _said_once(claim: str) -> Part:
@@ -414,7 +427,7 @@ def _tidy(text: str) -> str:
     """Spaces and commas as they stand once words are taken out."""
     text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split()))
     text = re.sub(r",(\s*[,.;:!?])", r"\1", text)
-    text = re.sub(r"\b(a|an|the)\s+(?=[,.;:!?]|$)", "", text)
+    text = re.sub(r"\s+\b(?:a|an|the)\s*(?=[,.;:!?]|$)", "", text)
     return text.strip(" ,")
 
 

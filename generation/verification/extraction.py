@@ -43,13 +43,14 @@ def extract(question: str, sources: Sequence[SourceLike]) -> tuple[str, int] | N
     """The answering sentence and the number of the source ([n]) it comes from, or None: one
     that says the kind a "which" question asks for ("the River Dun" for "Which river …?")
     before one that only names a thing of it ("Mill Lane" for "Which street …?")."""
-    return _extract(question, sources, kind_named=True) or _extract(
-        question, sources, kind_named=False
-    )
+    for kind_named, exact in ((True, True), (True, False), (False, False)):
+        if found := _extract(question, sources, kind_named=kind_named, exact=exact):
+            return found
+    return None
 
 
 def _extract(
-    question: str, sources: Sequence[SourceLike], *, kind_named: bool
+    question: str, sources: Sequence[SourceLike], *, kind_named: bool, exact: bool
 ) -> tuple[str, int] | None:
     yes_no, open_request = asks_yes_no(question), asks_open(question)
     appearance = open_request and asks_appearance(question)
@@ -63,7 +64,7 @@ def _extract(
             if yes_no and (verdict := yes_no_verdict(question, sentence, context)):
                 return f"{verdict.capitalize()}, {_lower_article(said)}", number
             if not yes_no and answers_the_question(
-                question, sentence, context, kind_named=kind_named
+                question, sentence, context, kind_named=kind_named, exact=exact
             ):
                 if not open_request:
                     return said, number

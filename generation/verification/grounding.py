@@ -142,7 +142,8 @@ class Grounder:
         gaps, open_words = [], []
         in_sources, measures, asked_only = set(), set(), set()
         for word in said.words:
-            if not word.content or (word.attribute and word.negated):
+            asked_relation = STEM(word.lemma) in relation  # "known" for "known for"
+            if (not word.content and not asked_relation) or (word.attribute and word.negated):
                 continue  # "black, not red" asserts no red: the attribute check reads it
             if word.number is not None:
                 if word.number not in numbers:

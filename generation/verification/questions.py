@@ -50,6 +50,9 @@ _ASKS_YES_NO = re.compile(
 )
 _TYPED = (_ASKS_NUMBER, _ASKS_PLACE, _ASKS_PERSON, _ASKS_ATTRIBUTE, _ASKS_NAME)
 _ASKS_OBJECT = re.compile(r"^\s*what (?:does|do|did)\b", re.IGNORECASE)
+# "Why was the festival cancelled?", "What is the forge known for?": a reason or a repute,
+# which a sentence gives only where it says the question's verb ("Known for its gate hinges").
+_ASKS_WHY = re.compile(r"^\s*(?:why|what (?:is|are|was|were)\b(?=.*\bknown for\b))", re.IGNORECASE)
 # "Are there more than three ducks ...?": a count compared, not matched.
 _COMPARED = re.compile(
     r"\b(more than|over|at least|fewer than|less than|under|at most) (\w+)\b", re.IGNORECASE
@@ -172,8 +175,9 @@ def _opening_end(question: str) -> int | None:
             return opening.end()
     if (measured := _measure_end(question)) is not None:
         return measured
-    if opening := _ASKS_OBJECT.match(question):  # "What does the Mill Bridge carry?"
-        return opening.end()
+    for asks in (_ASKS_OBJECT, _ASKS_WHY):  # "What does the Mill Bridge carry?"
+        if opening := asks.match(question):
+            return opening.end()
     return None
 
 
@@ -192,7 +196,10 @@ def relation(question: str) -> frozenset[str]:
     verbs = {  # what it asks, not what describes its thing ("the shop painted green")
         w
         for w in reading.words
-        if w.start >= after and w.pos == "VERB" and w.content and w.dep not in ("acl", "amod")
+        if w.start >= after
+        and w.pos == "VERB"
+        # "known for" asserts what a thing is known for; "known as" only names it
+        and ((w.content and w.dep not in ("acl", "amod")) or w.lemma == "know")
     }
     roles = set()
     if _ASKS_PERSON.match(question):
@@ -204,6 +211,20 @@ def relation(question: str) -> frozenset[str]:
             if child.dep in ("attr", "nsubj") and child.pos == "NOUN" and child.content
         }
     return frozenset(STEM(word.lemma) for word in verbs | roles)
+
+
+def states(sentence: str) -> frozenset[str]:
+    """The relations a sentence says (stems, with their `SAME_RELATION` synonyms): its words,
+    but not those that only name a kind of thing ("fishing" in "the fishing boat Gannet" says
+    nothing of what the Gannet fishes for); a person's title is said of them ("the architect
+    Hester Ashby")."""
+    reading = read(sentence)
+    said = {
+        STEM(w.lemma)
+        for w in reading.words
+        if w.dep not in ("compound", "amod") or reading.words[w.head].pos == "PROPN"
+    }
+    return with_synonyms(frozenset(said))
 
 
 def gives_what_is_asked(question: str, sentence: str) -> bool:
@@ -223,10 +244,11 @@ def gives_what_is_asked(question: str, sentence: str) -> bool:
     if _ASKS_NAME.match(question) and not said.names - asked.names:
         return False
     if _ASKS_PERSON.match(question):
-        # A name that repeats the question's words is the thing asked about, not a person:
-        # "Blue Door of the Harbor Inn" does not answer "Who painted the door of the Harbor Inn?"
+        # A name made of the question's words is the thing asked about, not a doer: "Blue
+        # Door of the Harbor Inn" does not answer "Who painted the door of the Harbor Inn?";
+        # "the Dunmore Civic Society" answers who organises the Dunmore Harbor Festival.
         named = [{STEM(w.lemma) for w in person if w.proper} for person in _people(sentence)]
-        return any(name and not name & asked.words for name in named)
+        return any(name and len(name - asked.words) > len(name & asked.words) for name in named)
     return True
 
 
@@ -402,7 +424,12 @@ def _people(sentence: str) -> list[list[Word]]:
 
 
 def answers_the_question(
-    question: str, sentence: str, context: str = "", *, kind_named: bool = True
+    question: str,
+    sentence: str,
+    context: str = "",
+    *,
+    kind_named: bool = True,
+    exact: bool = False,
 ) -> bool:
     """Whether a source sentence could stand as the answer: it holds the question's content
     (its numbers, names and `relation` all, and all its words but one in a longer question),
@@ -425,18 +452,21 @@ def answers_the_question(
         held |= frozenset().union(*offered)
     if not asked.words or not said.words - asked.words or asked.key - held:
         return False
-    if relation(question) - with_synonyms(said.words):
+    if relation(question) - states(sentence):
         return False
     missing = asked.words - with_synonyms(held)
-    # One word of a longer question may be missing ("written" for "painted with the word");
-    # without `kind_named`, that word may be the kind a question asks for in a shorter one:
-    # "Which street …?" is answered by "Mill Lane", "How many people live in Estival?" by
-    # "about 502,000 inhabitants", "How long is the River Grey?" by "flows for 41 kilometres".
-    # Never both: "morning" and "time" unsaid, "opened in 1864" does not say what time the
-    # bakery opens in the morning.
-    kinds = set() if kind_named else {STEM(w.lemma) for w in _asked_kinds(read(question))}
-    spared = 1 if len(asked.words) >= EXTRACTIVE_LONG_QUESTION else 0
-    if len(missing) > spared and not (len(missing) == 1 and missing <= kinds):
+    # One word of a longer question may be missing ("written" for "painted with the word"),
+    # unless `exact`; with `kind_named`, not the kind it asks for ("What contests …?" is not
+    # answered by "an annual festival held in Marrow Point"). Without, that word may be the
+    # kind, in a shorter question too: "Which street …?" is answered by "Mill Lane", "How many
+    # people live in Estival?" by "about 502,000 inhabitants", "How long is the River Grey?"
+    # by "flows for 41 kilometres". Never both: "morning" and "time" unsaid, "opened in 1864"
+    # does not say what time the bakery opens in the morning.
+    kinds = {STEM(w.lemma) for w in _asked_kinds(read(question))}
+    spared = 1 if len(asked.words) >= EXTRACTIVE_LONG_QUESTION and not exact else 0
+    if kind_named and missing & kinds:
+        return False
+    if len(missing) > spared and not (not kind_named and len(missing) == 1 and missing <= kinds):
         return False
     return gives_what_is_asked(question, sentence)
 
