@@ -17,6 +17,7 @@ from mmrag.generation.citations import cite
 from mmrag.generation.scene_text import asks_about
 from mmrag.generation.types import Answer
 from mmrag.generation.verification.attribution import Attributor
+from mmrag.generation.verification.extraction import full_sentence
 from mmrag.generation.verification.grounding import Grounder
 from mmrag.generation.verification.reading import read, read_all
 from mmrag.generation.verification.verifier import LexicalVerifier, evidence_text
@@ -502,3 +503,10 @@ def test_the_reading_loads_spacy_without_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "1"
+
+
+def test_a_photos_title_is_said_with_its_article():
+    pond = Src("30000074", "image", "Pond in Willow Gardens", "")
+    assert full_sentence(pond.title, pond, "title") == "The photo shows the pond in Willow Gardens"
+    bridge = Src("30000106", "image", "Kell Bridge", "")
+    assert full_sentence("Kell Bridge", bridge, "title") == "The photo shows Kell Bridge"

@@ -121,7 +121,10 @@ def full_sentence(sentence: str, source: SourceLike, kind: str = "text") -> str 
         return sentence
     if not image or not sentence:
         return None
-    return f"{SHOWN} {_lower_article(sentence)}"
+    said, first = _lower_article(sentence), read(sentence).words[0]
+    if first.pos == "NOUN" and not first.proper:  # a title's "Pond in Willow Gardens"
+        said = f"the {said}"
+    return f"{SHOWN} {said}"
 
 
 def _sentences_title_last(source: SourceLike) -> list[tuple[str, str]]:
