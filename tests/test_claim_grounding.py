@@ -17,7 +17,7 @@ from mmrag.generation.citations import cite
 from mmrag.generation.scene_text import asks_about
 from mmrag.generation.types import Answer
 from mmrag.generation.verification.attribution import Attributor
-from mmrag.generation.verification.extraction import full_sentence
+from mmrag.generation.verification.extraction import extract, full_sentence
 from mmrag.generation.verification.grounding import Grounder
 from mmrag.generation.verification.reading import read, read_all
 from mmrag.generation.verification.verifier import LexicalVerifier, evidence_text
@@ -510,3 +510,72 @@ def test_a_photos_title_is_said_with_its_article():
     assert full_sentence(pond.title, pond, "title") == "The photo shows the pond in Willow Gardens"
     bridge = Src("30000106", "image", "Kell Bridge", "")
     assert full_sentence("Kell Bridge", bridge, "title") == "The photo shows Kell Bridge"
+
+
+@pytest.mark.parametrize(
+    ("question", "title", "text", "said"),
+    [
+        (  # a founder whose name the brewery bears is still its founder
+            "Who founded the Hollins Brewery?",
+            "Hollins Brewery",
+            "The brewery was founded by Agnes Hollins in 1862.",
+            "by Agnes Hollins",
+        ),
+        (  # the subject's name behind its title
+            "Who designed the Velmont Viaduct?",
+            "Velmont Viaduct",
+            "The engineer Agnes Thorley designed the viaduct, completed in 1871.",
+            "Agnes Thorley",
+        ),
+        (
+            "Who ran Steeple Ashton Mill?",
+            "Steeple Ashton Mill",
+            "The mill was run by the Hobbs family until 1921.",
+            "the Hobbs family",
+        ),
+        (  # a place that is no name
+            "Where does the kittiwake nest?",
+            "Kittiwake",
+            "The kittiwake nests on narrow ledges of sea cliffs.",
+            "narrow ledges",
+        ),
+        (
+            "Are there swans on the Lisbury canal?",
+            "Lisbury canal",
+            "Two swans glide past the cottage on the canal.",
+            "Yes, two swans",
+        ),
+        (
+            "When was the Tarnby Canal completed?",
+            "Tarnby Canal",
+            "Work on the canal was finished in 1796.",
+            "1796",
+        ),
+    ],
+    ids=[
+        "founder-named-like-it",
+        "subject-behind-a-title",
+        "by-a-family",
+        "where-no-name",
+        "are-there",
+        "finished-is-completed",
+    ],
+)
+def test_a_source_sentence_answers_in_its_own_words(question, title, text, said):
+    """Texts written outside the sample corpus (bench/data/verifier_heldout.jsonl)."""
+    found = extract(question, [Src("held-out", "text", title, text)])
+    assert found is not None and said in found[0], found
+
+
+def test_a_named_place_comes_before_a_place_that_is_no_name():
+    crown = Src(
+        "crown",
+        "text",
+        "Crown Inn",
+        "The Crown Inn is an inn in Greywick. It served travellers on the old coast road.",
+    )
+    lane = Src("lane", "text", "Crown Inn", "The Crown Inn stands on Mill Lane in Greywick.")
+    assert extract("Where in Greywick is the Crown Inn?", [crown, lane]) == (
+        "The Crown Inn stands on Mill Lane in Greywick.",
+        2,
+    )

@@ -21,6 +21,7 @@ from mmrag.generation.verification.questions import (
     answers_the_question,
     asks_appearance,
     asks_open,
+    asks_place,
     asks_yes_no,
     topic,
     yes_no_verdict,
@@ -43,14 +44,25 @@ def extract(question: str, sources: Sequence[SourceLike]) -> tuple[str, int] | N
     """The answering sentence and the number of the source ([n]) it comes from, or None: one
     that says the kind a "which" question asks for ("the River Dun" for "Which river …?")
     before one that only names a thing of it ("Mill Lane" for "Which street …?")."""
-    for kind_named, exact in ((True, True), (True, False), (False, False)):
-        if found := _extract(question, sources, kind_named=kind_named, exact=exact):
-            return found
+    # A place's name before any other place: "stands on Mill Lane", not "served travellers on
+    # the old coast road", for "Where in Greywick is the Crown Inn?".
+    named = (True, False) if asks_place(question) else (False,)
+    for place_named in named:
+        for kind_named, exact in ((True, True), (True, False), (False, False)):
+            if found := _extract(
+                question, sources, kind_named=kind_named, exact=exact, place_named=place_named
+            ):
+                return found
     return None
 
 
 def _extract(
-    question: str, sources: Sequence[SourceLike], *, kind_named: bool, exact: bool
+    question: str,
+    sources: Sequence[SourceLike],
+    *,
+    kind_named: bool,
+    exact: bool,
+    place_named: bool,
 ) -> tuple[str, int] | None:
     yes_no, open_request = asks_yes_no(question), asks_open(question)
     appearance = open_request and asks_appearance(question)
@@ -64,7 +76,12 @@ def _extract(
             if yes_no and (verdict := yes_no_verdict(question, sentence, context)):
                 return f"{verdict.capitalize()}, {_lower_article(said)}", number
             if not yes_no and answers_the_question(
-                question, sentence, context, kind_named=kind_named, exact=exact
+                question,
+                sentence,
+                context,
+                kind_named=kind_named,
+                exact=exact,
+                place_named=place_named,
             ):
                 if not open_request:
                     return said, number

@@ -76,6 +76,7 @@ SAME_RELATION = tuple(
         ("bear", "born", "birth"),
         ("die", "death"),
         ("write", "author"),
+        ("complete", "finish"),
         ("stripe", "band"),
         ("begin", "start", "first"),  # "When did the festival begin?", "first held in 1942"
         ("come", "visit", "visitor", "attract"),  # "How many people come …", "attracts visitors"
@@ -227,16 +228,20 @@ def states(sentence: str) -> frozenset[str]:
     return with_synonyms(frozenset(said))
 
 
-def gives_what_is_asked(question: str, sentence: str) -> bool:
-    """A number for "how many" or "when", a place's name for "where", a person's for "who", a
-    colour for "what colour" (one the question does not name), a name for "what is the name
-    of"; other questions ask for nothing this can check."""
+def asks_place(question: str) -> bool:
+    return bool(_ASKS_PLACE.match(question))
+
+
+def gives_what_is_asked(question: str, sentence: str, *, place_named: bool = False) -> bool:
+    """A number for "how many" or "when", a place for "where" (with `place_named`, a place's
+    name), a person's name for "who", a colour for "what colour" (one the question does not
+    name), a name for "what is the name of"; other questions ask for nothing this can check."""
     asked, said = terms(question), terms(sentence)
     if asks_number(question) and not said.numbers - asked.numbers:
         return False
     if _asks_dimension(question) and not any(w.unit for w in read(sentence).words):
         return False  # "How tall …?" is answered in metres, not by a "1" read on a clock
-    if _ASKS_PLACE.match(question) and not _places(sentence) - asked.names:
+    if asks_place(question) and not _places(sentence, asked.names, place_named) - asked.names:
         return False
     kind = asked_attribute(question)
     if kind and not said_of_subject(question, sentence, kind) - asked.attributes:
@@ -244,11 +249,12 @@ def gives_what_is_asked(question: str, sentence: str) -> bool:
     if _ASKS_NAME.match(question) and not said.names - asked.names:
         return False
     if _ASKS_PERSON.match(question):
-        # A name made of the question's words is the thing asked about, not a doer: "Blue
-        # Door of the Harbor Inn" does not answer "Who painted the door of the Harbor Inn?";
-        # "the Dunmore Civic Society" answers who organises the Dunmore Harbor Festival.
+        # A name made mostly of the question's words is the thing asked about, not a doer:
+        # "Blue Door of the Harbor Inn" does not answer "Who painted the door of the Harbor
+        # Inn?"; "the Dunmore Civic Society" answers who organises the Dunmore Harbor Festival,
+        # and "Agnes Hollins" who founded the Hollins Brewery.
         named = [{STEM(w.lemma) for w in person if w.proper} for person in _people(sentence)]
-        return any(name and len(name - asked.words) > len(name & asked.words) for name in named)
+        return any(name and 2 * len(name & asked.words) <= len(name) for name in named)
     return True
 
 
@@ -257,9 +263,12 @@ def gives_what_is_asked(question: str, sentence: str) -> bool:
 _AT_A_PLACE = frozenset({"in", "on", "at", "near", "beside", "along", "across", "over", "off"})
 
 
-def _places(sentence: str) -> frozenset[str]:
-    """The stems of the places a sentence names: a name after a preposition of place, or one
-    the tagger calls a place."""
+def _places(sentence: str, asked: frozenset[str], named: bool) -> frozenset[str]:
+    """The stems of the places a sentence gives: a name after a preposition of place or one the
+    tagger calls a place ("stands on Mill Lane"), or a thing after one ("nests on narrow ledges
+    of sea cliffs"), never a date ("in 1766"), nor a part of the thing asked about, named by
+    the question's names (`asked`): "at the upper floor of the Crown Inn" is not where the
+    Crown Inn is. With `named`, the names only."""
     reading = read(sentence)
     found: set[str] = set()
     for start, end in reading.name_spans():
@@ -268,6 +277,12 @@ def _places(sentence: str) -> frozenset[str]:
         placed = bool(before) and before[-1].text.lower() in _AT_A_PLACE
         if placed or any(w.entity in ("GPE", "LOC", "FAC") for w in words):
             found |= {STEM(w.lemma) for w in words if w.proper}
+    for word in [] if named else reading.words:
+        head = reading.words[word.head]
+        at_a_place = head.dep == "prep" and head.text.lower() in _AT_A_PLACE
+        thing = word.dep == "pobj" and word.pos == "NOUN" and not word.entity
+        if thing and at_a_place and not {STEM(w.lemma) for w in reading.subtree(word.i)} & asked:
+            found.add(STEM(word.lemma))
     return frozenset(found)
 
 
@@ -410,15 +425,20 @@ def _asked_kinds(reading: Reading) -> list[Word]:
 
 def _people(sentence: str) -> list[list[Word]]:
     """The names a sentence gives as a doer: after "by" ("by Hester Sutter", "to designs by
-    the architect Piers Corrigan"), or opening the sentence as its subject; of two words at
-    least, as people's names are."""
+    the architect Piers Corrigan", "run by the Hobbs family"), or as its subject ("The engineer
+    Agnes Thorley designed …", or opening it); of two words at least, as people's names are,
+    unless "by" comes right before."""
     reading = read(sentence)
     found = []
     for start, end in reading.name_spans():
         words = [w for w in reading.words[start:end] if w.proper]
         before = [w.text.lower() for w in reading.words[max(0, start - 5) : start]]
-        doer = "by" in before or start == 0
-        if doer and len(words) >= 2:
+        subject = start == 0 or any(  # "The engineer Agnes Thorley": a title's apposition
+            w.dep == "nsubj" or (w.dep == "appos" and reading.words[w.head].dep == "nsubj")
+            for w in words
+        )
+        right_after = [w for w in before[-2:] if w != "the"][-1:] == ["by"]
+        if ("by" in before or subject) and (len(words) >= 2 or right_after):
             found.append(words)
     return found
 
@@ -430,6 +450,7 @@ def answers_the_question(
     *,
     kind_named: bool = True,
     exact: bool = False,
+    place_named: bool = False,
 ) -> bool:
     """Whether a source sentence could stand as the answer: it holds the question's content
     (its numbers, names and `relation` all, and all its words but one in a longer question),
@@ -468,7 +489,7 @@ def answers_the_question(
         return False
     if len(missing) > spared and not (not kind_named and len(missing) == 1 and missing <= kinds):
         return False
-    return gives_what_is_asked(question, sentence)
+    return gives_what_is_asked(question, sentence, place_named=place_named)
 
 
 def counts(text: str) -> dict[str, str]:
@@ -516,16 +537,19 @@ def yes_no_verdict(question: str, sentence: str, context: str = "") -> Verdict |
 
 def _denied_or_said(question: str, sentence: str) -> Verdict | None:
     """The verdict of a sentence that says what a question asks (its verbs and adjectives,
-    "besieged", "open"): "no" where it denies it, "yes" where it says it; None where it does
-    not say it."""
+    "besieged", "open"; for "Are there …?" the things, which the caller found in it): "no"
+    where it denies it, "yes" where it says it; None where it does not say it."""
     asked = read(question)
     predicate = {
         STEM(w.lemma) for w in asked.words if w.content and w.pos in ("VERB", "ADJ") and w.i > 0
     }
     reading = read(sentence)
+    denied = any(w.dep == "neg" or (w.dep, w.text.lower()) == ("det", "no") for w in reading.words)
+    if not predicate and any(word.dep == "expl" for word in asked.words):
+        return "no" if denied else "yes"  # "Are there swans …?": the sentence about them says
     if not predicate or not predicate <= {STEM(w.lemma) for w in reading.words}:
         return None
-    return "no" if any(word.dep == "neg" for word in reading.words) else "yes"
+    return "no" if denied else "yes"
 
 
 def with_synonym_keys(counted: dict[str, str]) -> dict[str, str]:
