@@ -123,14 +123,20 @@ def _question(text: str) -> tuple[str, str]:
     return text[: text.rfind(last)].strip(), last
 
 
+def _definite(reading: Reading) -> tuple[Word, Word] | None:
+    """A question's first "the …" noun phrase: its "the" and its head ("door" in "the door of
+    the Harbor Inn")."""
+    for word in reading.words:
+        if word.text.lower() == "the" and word.dep == "det" and word.head > word.i:
+            return word, reading.words[word.head]
+    return None
+
+
 def _definite_phrase(reading: Reading) -> tuple[int, int] | None:
     """Where the first "the …" noun phrase of a question stands, in characters ("the door"
     of "the door of the Harbor Inn")."""
-    for word in reading.words:
-        if word.text.lower() == "the" and word.dep == "det" and word.head > word.i:
-            head = reading.words[word.head]
-            return word.start, head.end
-    return None
+    found = _definite(reading)
+    return None if found is None else (found[0].start, found[1].end)
 
 
 def _with_topic(question: str, topic: str) -> str:
@@ -340,12 +346,8 @@ def _naming(reading: Reading, topic: Topic) -> str | None:
 def _thing_asked(question: str) -> str | None:
     """The head noun of a question's first "the …" phrase ("fair" in "When is the spring fair
     held?"), or None."""
-    reading = read(question)
-    for word in reading.words:
-        if word.text.lower() == "the" and word.dep == "det" and word.head > word.i:
-            head = reading.words[word.head]
-            return head.lemma if head.pos == "NOUN" else None
-    return None
+    found = _definite(read(question))
+    return found[1].lemma if found is not None and found[1].pos == "NOUN" else None
 
 
 def _named_thing(answered: str, head: str) -> str | None:

@@ -347,8 +347,8 @@ def _said_once(claim: str) -> Part:
                 joined = again
                 while joined > first + size and not words[joined - 1].content:
                     joined -= 1  # ", and it": words that only joined the repeat
-                start = words[first + size - 1].end if joined == first + size else None
-                start = start if start is not None else words[joined].start
+                # Said at once: from where the first ends; else from the joining words.
+                start = words[joined - 1].end if joined == first + size else words[joined].start
                 if again > first + size and not _detachable(reading, start, end):
                     continue  # "on a black hanging sign of the Iron Anvil Forge" keeps its sign
                 text = _tidy(claim[:start] + claim[end:])

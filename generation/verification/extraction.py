@@ -13,7 +13,8 @@ fragment is not an answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from mmrag.generation.citations import first_sentence
 from mmrag.generation.types import SourceLike
@@ -44,57 +45,89 @@ def extract(question: str, sources: Sequence[SourceLike]) -> tuple[str, int] | N
     """The answering sentence and the number of the source ([n]) it comes from, or None: one
     that says the kind a "which" question asks for ("the River Dun" for "Which river …?")
     before one that only names a thing of it ("Mill Lane" for "Which street …?")."""
+    if asks_yes_no(question):
+        return _verdict(question, sources)
+    thing = topic(question) if asks_open(question) else None
+    appearance = thing is not None and asks_appearance(question)
+    sayable = list(_sayable(sources))  # read once, for every pass
     # A place's name before any other place: "stands on Mill Lane", not "served travellers on
     # the old coast road", for "Where in Greywick is the Crown Inn?".
-    named = (True, False) if asks_place(question) else (False,)
-    for place_named in named:
+    for place_named in (True, False) if asks_place(question) else (False,):
         for kind_named, exact in ((True, True), (True, False), (False, False)):
-            if found := _extract(
-                question, sources, kind_named=kind_named, exact=exact, place_named=place_named
-            ):
+            found = _extract(
+                question,
+                sayable,
+                thing,
+                appearance,
+                kind_named=kind_named,
+                exact=exact,
+                place_named=place_named,
+            )
+            if found is not None:
                 return found
+    return None
+
+
+class _Sayable(NamedTuple):
+    number: int  # the source's, as cited ([n])
+    source: SourceLike
+    context: str  # all its text (`evidence_text`): its title may name what the sentence does not
+    sentence: str  # as found
+    kind: str  # where it was found: "text", "ocr" or "title"
+    said: str  # as a full sentence
+
+
+def _sayable(sources: Sequence[SourceLike]) -> Iterator[_Sayable]:
+    """Each source sentence that can be said as a full sentence, in source order."""
+    for number, source in enumerate(sources, 1):
+        context = evidence_text(source)
+        for sentence, kind in _sentences_title_last(source):
+            said = full_sentence(first_sentence(sentence), source, kind)
+            if said is not None:
+                yield _Sayable(number, source, context, sentence, kind, said)
+
+
+def _verdict(question: str, sources: Sequence[SourceLike]) -> tuple[str, int] | None:
+    """A yes/no question's answer: the first sentence that gives a verdict, after it."""
+    for one in _sayable(sources):
+        if verdict := yes_no_verdict(question, one.sentence, one.context):
+            return f"{verdict.capitalize()}, {_lower_article(one.said)}", one.number
     return None
 
 
 def _extract(
     question: str,
-    sources: Sequence[SourceLike],
+    sayable: Sequence[_Sayable],
+    thing: str | None,
+    appearance: bool,
     *,
     kind_named: bool,
     exact: bool,
     place_named: bool,
 ) -> tuple[str, int] | None:
-    yes_no, open_request = asks_yes_no(question), asks_open(question)
-    appearance = open_request and asks_appearance(question)
+    """The first sentence that answers a typed question; for an open request about `thing`,
+    the one about it that a reader says first."""
     found: list[tuple[bool, bool, int, int, str, int]] = []  # (not about, not first, -new, …)
-    for number, source in enumerate(sources, 1):
-        context = evidence_text(source)
-        for sentence, kind in _sentences_title_last(source):
-            said = full_sentence(first_sentence(sentence), source, kind)
-            if said is None:
-                continue
-            if yes_no and (verdict := yes_no_verdict(question, sentence, context)):
-                return f"{verdict.capitalize()}, {_lower_article(said)}", number
-            if not yes_no and answers_the_question(
-                question,
-                sentence,
-                context,
-                kind_named=kind_named,
-                exact=exact,
-                place_named=place_named,
-            ):
-                if not open_request:
-                    return said, number
-                new = terms(sentence).words - terms(question).words
-                # What a reader says first: what the thing looks like when that is asked (the
-                # photo's caption, about what its title names), else what it is ("The Harbor
-                # Inn is an inn in Dunmore …").
-                captioned = source.modality == "image" and kind == "text"
-                about = _about(topic(question), sentence) or (
-                    captioned and _about(topic(question), source.title)
-                )
-                first = captioned if appearance else _defines(sentence)
-                found.append((not about, not first, -len(new), len(found), said, number))
+    for one in sayable:
+        if not answers_the_question(
+            question,
+            one.sentence,
+            one.context,
+            kind_named=kind_named,
+            exact=exact,
+            place_named=place_named,
+        ):
+            continue
+        if thing is None:
+            return one.said, one.number
+        new = terms(one.sentence).words - terms(question).words
+        # What a reader says first: what the thing looks like when that is asked (the photo's
+        # caption, about what its title names), else what it is ("The Harbor Inn is an inn in
+        # Dunmore …").
+        captioned = one.source.modality == "image" and one.kind == "text"
+        about = _about(thing, one.sentence) or (captioned and _about(thing, one.source.title))
+        first = captioned if appearance else _defines(one.sentence)
+        found.append((not about, not first, -len(new), len(found), one.said, one.number))
     if found:
         *_, said, number = min(found)
         return said, number
@@ -176,7 +209,7 @@ def _named(sentence: str, title: str) -> str:
     words = read(sentence).words
     if not title or not words or words[0].text not in _REFERRING:
         return sentence
-    if words[0].text == "Her" and words[0].dep not in ("poss",):
+    if words[0].text == "Her" and words[0].dep != "poss":
         return sentence
     return f"{title}{_REFERRING[words[0].text]}{sentence[words[0].end :]}"
 

@@ -92,13 +92,17 @@ def with_synonyms(words: frozenset[str]) -> frozenset[str]:
     return words.union(*(group for group in SAME_RELATION if group & words))
 
 
+def _after_how(reading: Reading) -> Word | None:
+    """The word after an opening "how" ("tall" in "How tall is …?"), or None."""
+    words = [word for word in reading.words if word.text[0].isalnum()]
+    return words[1] if len(words) > 1 and words[0].text.lower() == "how" else None
+
+
 def _measure_end(question: str) -> int | None:
     """Where "How tall", "How fast", "How often" ends: "how" and an adjective or adverb ask a
     measure, a number."""
-    words = [word for word in read(question).words if word.text[0].isalnum()]
-    if len(words) > 1 and words[0].text.lower() == "how" and words[1].pos in ("ADJ", "ADV"):
-        return words[1].end
-    return None
+    measure = _after_how(read(question))
+    return measure.end if measure is not None and measure.pos in ("ADJ", "ADV") else None
 
 
 # "How big …?" asks a size, said in a unit ("covers 36 hectares"); kept out of `DIMENSIONS`,
@@ -108,9 +112,9 @@ _SIZES = frozenset({"big", "large"})
 
 def _dimension(reading: Reading) -> Word | None:
     """The measure "How tall", "How long", "How big" asks: one said with its unit."""
-    words = [word for word in reading.words if word.text[0].isalnum()]
-    asks = len(words) > 1 and words[0].text.lower() == "how"
-    return words[1] if asks and (words[1].lemma in DIMENSIONS or words[1].lemma in _SIZES) else None
+    measure = _after_how(reading)
+    sized = measure is not None and (measure.lemma in DIMENSIONS or measure.lemma in _SIZES)
+    return measure if sized else None
 
 
 def _asks_dimension(question: str) -> bool:
