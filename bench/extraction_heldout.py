@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.report import machine, write_report  # noqa: E402
+from mmrag.generation.reading.text import read, terms  # noqa: E402
 from mmrag.generation.verification.extraction import extract  # noqa: E402
-from mmrag.generation.verification.reading import read, terms  # noqa: E402
 from tests.helpers import Src  # noqa: E402
 
 HELD_OUT = REPO / "bench" / "data" / "verifier_heldout.jsonl"

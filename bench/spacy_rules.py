@@ -26,11 +26,11 @@ sys.path.insert(0, str(REPO))
 
 from bench.report import write_report  # noqa: E402
 from bench.verifier_accuracy import HELD_OUT, load_pairs, score, verifiers  # noqa: E402
-from mmrag.generation.verification import reading  # noqa: E402
+from mmrag.generation.reading import text as reading  # noqa: E402
 
 LOAD = (
     "import sys, time; t = time.perf_counter(); "
-    "from mmrag.generation.verification.reading import warm_up; warm_up(); "
+    "from mmrag.generation.reading.text import warm_up; warm_up(); "
     "print(time.perf_counter() - t, 'torch' in sys.modules)"
 )
 # An attribute a verb links to a noun: "is blue", "painted blue" (which the small parser also

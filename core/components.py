@@ -146,8 +146,8 @@ def selection_threshold(
 def build_pipeline(settings: Settings, retriever: HybridRetriever | None = None) -> QAPipeline:
     """Every part, each model loaded once; `retriever` when one was built already."""
     from mmrag.core.conversation import build_resolver
+    from mmrag.generation.reading import text as reading
     from mmrag.generation.scene_text import DEFAULT_MODE, SceneTextAnswerer
-    from mmrag.generation.verification import reading
     from mmrag.generation.writer import AnswerWriter
 
     limit_threads(settings.torch_threads)

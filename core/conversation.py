@@ -35,9 +35,9 @@ from typing import Literal, Protocol
 from mmrag.generation.citations import strip_markers
 from mmrag.generation.engines.base import Engine
 from mmrag.generation.prompts import rewrite_messages
+from mmrag.generation.reading.text import ATTRIBUTE_NOUNS, Reading, Word, read
 from mmrag.generation.types import Turn
 from mmrag.generation.verification.questions import asks_open, topic
-from mmrag.generation.verification.reading import ATTRIBUTE_NOUNS, Reading, Word, read
 
 RewriteMode = Literal["rules", "llm"]
 

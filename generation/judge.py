@@ -15,8 +15,8 @@ from collections.abc import Callable
 from mmrag.generation.engines.base import Engine, Message
 from mmrag.generation.errors import NoLogprobs
 from mmrag.generation.prompts import judge_messages, support_messages
+from mmrag.generation.reading.text import read
 from mmrag.generation.types import SourceLike
-from mmrag.generation.verification.reading import read
 
 YES = frozenset({"yes"})
 NO = frozenset({"no"})

@@ -32,6 +32,7 @@ from mmrag.generation.engines.base import Engine
 from mmrag.generation.errors import GenerationError
 from mmrag.generation.prompts import scene_text_messages
 from mmrag.generation.rationale import short_answer
+from mmrag.generation.reading.text import STEM, STOPWORDS, read, terms
 from mmrag.generation.types import Answer, Citation, SourceLike
 from mmrag.generation.verification.extraction import read_in_image
 from mmrag.generation.verification.questions import (
@@ -40,7 +41,6 @@ from mmrag.generation.verification.questions import (
     asks_yes_no,
     gives_what_is_asked,
 )
-from mmrag.generation.verification.reading import STEM, STOPWORDS, read, terms
 from mmrag.generation.verification.verifier import evidence_text
 
 ANSWER_MODES = ("free", "likelihood", "similarity")

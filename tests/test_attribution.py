@@ -14,6 +14,7 @@ import pytest
 
 from mmrag.generation.citations import CitationFormat, cite
 from mmrag.generation.errors import GenerationError
+from mmrag.generation.reading.text import terms
 from mmrag.generation.verification.attribution import (
     DECLINE,
     Attributor,
@@ -21,7 +22,6 @@ from mmrag.generation.verification.attribution import (
     supported_parts,
 )
 from mmrag.generation.verification.questions import answers_the_question, yes_no_verdict
-from mmrag.generation.verification.reading import terms
 from mmrag.generation.verification.verifier import LexicalVerifier, NLIVerifier, load_verifier
 from tests.helpers import Src, answered
 from tests.tiny_models import tiny_cross_encoder

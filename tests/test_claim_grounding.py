@@ -14,12 +14,12 @@ import sys
 import pytest
 
 from mmrag.generation.citations import cite
+from mmrag.generation.reading.text import read, read_all
 from mmrag.generation.scene_text import asks_about
 from mmrag.generation.types import Answer
 from mmrag.generation.verification.attribution import Attributor
 from mmrag.generation.verification.extraction import extract, full_sentence
 from mmrag.generation.verification.grounding import Grounder
-from mmrag.generation.verification.reading import read, read_all
 from mmrag.generation.verification.verifier import LexicalVerifier, evidence_text
 from tests.helpers import Src, answered
 
@@ -494,7 +494,7 @@ def test_the_reading_loads_spacy_without_torch():
     out, and a later `import torch` in the same process still works."""
     code = (
         "import sys\n"
-        "from mmrag.generation.verification.reading import read\n"
+        "from mmrag.generation.reading.text import read\n"
         "read('The Harbor Inn was built in 1888.')\n"
         "assert 'torch' not in sys.modules, 'spaCy imported torch'\n"
         "import torch\n"

@@ -13,7 +13,7 @@ caption fragments ("painted blue" as an object, "back" in "a bright blue back" a
 
 from __future__ import annotations
 
-from mmrag.generation.verification.reading import (
+from mmrag.generation.reading.text import (
     ATTRIBUTE_KIND,
     STEM,
     STOPWORDS,

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple, Protocol
 
 from mmrag.generation.citations import cite_sentence, strip_markers
+from mmrag.generation.reading.text import Reading, read, sentence_spans, terms
 from mmrag.generation.types import Answer, Citation, Cut, JudgedBy, SourceLike
 from mmrag.generation.verification.extraction import extract
 from mmrag.generation.verification.grounding import Gap
@@ -46,7 +47,6 @@ from mmrag.generation.verification.questions import (
     states,
     with_synonyms,
 )
-from mmrag.generation.verification.reading import Reading, read, sentence_spans, terms
 from mmrag.generation.verification.verifier import SUPPORTED, Verifier, evidence_text
 
 DECLINE = "The indexed sources do not answer this question."

@@ -17,6 +17,14 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from mmrag.generation.citations import first_sentence
+from mmrag.generation.reading.text import (
+    STEM,
+    STOPWORDS,
+    attribute,
+    read,
+    sentences,
+    terms,
+)
 from mmrag.generation.types import SourceLike
 from mmrag.generation.verification.questions import (
     answers_the_question,
@@ -26,14 +34,6 @@ from mmrag.generation.verification.questions import (
     asks_yes_no,
     topic,
     yes_no_verdict,
-)
-from mmrag.generation.verification.reading import (
-    STEM,
-    STOPWORDS,
-    attribute,
-    read,
-    sentences,
-    terms,
 )
 from mmrag.generation.verification.verifier import evidence_text
 

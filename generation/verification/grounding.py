@@ -31,8 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mmrag.generation.verification.questions import with_synonyms
-from mmrag.generation.verification.reading import (
+from mmrag.generation.reading.text import (
     DIMENSIONS,
     STEM,
     UNITS,
@@ -41,6 +40,7 @@ from mmrag.generation.verification.reading import (
     read,
     read_all,
 )
+from mmrag.generation.verification.questions import with_synonyms
 
 Embed = Callable[[list[str]], np.ndarray]  # texts -> L2-normalised rows (e.g. MiniLM)
 

@@ -14,13 +14,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from mmrag.generation.verification.attributes import (
-    BOUND_KINDS,
-    attributes_of_subject,
-    bound_attributes,
-    head_noun,
-)
-from mmrag.generation.verification.reading import (
+from mmrag.generation.reading.text import (
     ATTRIBUTE_KIND,
     DIMENSIONS,
     STEM,
@@ -29,6 +23,12 @@ from mmrag.generation.verification.reading import (
     Word,
     read,
     terms,
+)
+from mmrag.generation.verification.attributes import (
+    BOUND_KINDS,
+    attributes_of_subject,
+    bound_attributes,
+    head_noun,
 )
 
 _ASKS_NUMBER = re.compile(

@@ -17,6 +17,7 @@ from typing import Annotated, Protocol
 from pydantic import AfterValidator
 
 from mmrag.generation.errors import GenerationError
+from mmrag.generation.reading.text import Terms, terms, titled_sentences
 from mmrag.generation.types import SourceLike
 from mmrag.generation.verification.attributes import attributes_of_subject
 from mmrag.generation.verification.grounding import Embed, Grounder
@@ -32,7 +33,6 @@ from mmrag.generation.verification.questions import (
     with_synonyms,
     yes_no_verdict,
 )
-from mmrag.generation.verification.reading import Terms, terms, titled_sentences
 
 SUPPORTED = 0.5  # a verifier's score from which a source supports a claim
 
