@@ -33,7 +33,7 @@ from bench.report import machine, write_report  # noqa: E402
 from mmrag.core.components import build_pipeline  # noqa: E402
 from mmrag.core.settings import Settings  # noqa: E402
 from mmrag.generation.reading.text import STEM, UNITS, read  # noqa: E402
-from mmrag.generation.verification.verifier import evidence_text  # noqa: E402
+from mmrag.generation.verification.statements import evidence_text  # noqa: E402
 
 QUESTIONS = REPO / "bench" / "data" / "grounding_questions.json"
 

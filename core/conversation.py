@@ -35,9 +35,10 @@ from typing import Literal, Protocol
 from mmrag.generation.citations import strip_markers
 from mmrag.generation.engines.base import Engine
 from mmrag.generation.prompts import rewrite_messages
-from mmrag.generation.reading.text import ATTRIBUTE_NOUNS, Reading, Word, read
+from mmrag.generation.reading.question import read_question
+from mmrag.generation.reading.text import Reading, Word, read
+from mmrag.generation.reading.words import ATTRIBUTE_NOUNS
 from mmrag.generation.types import Turn
-from mmrag.generation.verification.questions import asks_open, topic
 
 RewriteMode = Literal["rules", "llm"]
 
@@ -95,7 +96,8 @@ def topic_of(text: str) -> Topic | None:
     reading = read(text)
     names = _names(reading)
     place = reading.span_text(*names[-1]) if names else ""
-    if asks_open(text) and (asked := topic(text)) != text:
+    request = read_question(text)
+    if request.kind == "open" and (asked := request.topic) != text:
         inner = [read(asked).span_text(*span) for span in _names(read(asked))]
         return Topic(_lower(asked), inner[-1] if inner else _lower(asked))
     if not names:

@@ -28,6 +28,7 @@ from mmrag.core.conversation import Resolver, RuleResolver
 from mmrag.core.deadline import Deadline
 from mmrag.core.steps import StepContext, after_generation
 from mmrag.generation.grounding import CitationGrounder
+from mmrag.generation.reading.question import read_question
 from mmrag.generation.scene_text import SceneTextAnswerer
 from mmrag.generation.types import Answer, SourceLike, Turn
 from mmrag.generation.verification.attribution import AbstainPolicy, Attributor
@@ -187,6 +188,7 @@ class QARun:
                 resolving = time.perf_counter()
                 question = pipeline.resolver.resolve(asked.conversation, question)
                 timings.resolve_s = time.perf_counter() - resolving
+            asked_question = read_question(question)  # read once, for every stage after
             selection = pipeline.select(question, timings, **options)
             started = time.monotonic()
             self._events.put(("generating", (selection, timings, started, question)))
@@ -194,7 +196,7 @@ class QARun:
                 self._events.put(("done", unanswered(selection, timings, reason, question)))
                 return
             answer = pipeline.writer.write(
-                question,
+                asked_question,
                 [scored.source for scored in selection.selected],
                 on_token=lambda delta: self._events.put(("token", delta)),
                 interrupt=self.deadline.why_stop,
@@ -204,7 +206,7 @@ class QARun:
             timings.generate_s = answer.timings["generate_s"]
             timings.first_token_s = answer.timings["first_token_s"]
             context = StepContext(
-                question, image, abstain == "auto", self.deadline, runners_up(selection)
+                asked_question, image, abstain == "auto", self.deadline, runners_up(selection)
             )
             for step in pipeline.steps:
                 began = time.perf_counter()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from mmrag.core.attachments import AttachedImage
 from mmrag.core.deadline import Deadline
+from mmrag.generation.reading.question import Question
 from mmrag.generation.scene_text import (
     SceneTextAnswerer,
     cites_what_is_pointed_at,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 class StepContext:
     """What every step may need besides the answer."""
 
-    question: str
+    question: Question  # read once, as resolved from the conversation
     image: AttachedImage | None  # the user's photo, source [1], if one came with the question
     abstain: bool  # decline what no source supports (else keep it, uncited)
     deadline: Deadline
@@ -104,7 +105,7 @@ class Ground:
     def __call__(self, answer: Answer, context: StepContext) -> Answer:
         if context.deadline.stopped():
             return answer
-        return self.grounder.ground(context.question, answer)
+        return self.grounder.ground(context.question.text, answer)
 
 
 def after_generation(

@@ -32,16 +32,11 @@ from mmrag.generation.engines.base import Engine
 from mmrag.generation.errors import GenerationError
 from mmrag.generation.prompts import scene_text_messages
 from mmrag.generation.rationale import short_answer
-from mmrag.generation.reading.text import STEM, STOPWORDS, read, terms
+from mmrag.generation.reading.question import Question
+from mmrag.generation.reading.text import STEM, STOPWORDS, read
 from mmrag.generation.types import Answer, Citation, SourceLike
-from mmrag.generation.verification.extraction import read_in_image
-from mmrag.generation.verification.questions import (
-    asked_attribute,
-    asks_number,
-    asks_yes_no,
-    gives_what_is_asked,
-)
-from mmrag.generation.verification.verifier import evidence_text
+from mmrag.generation.verification.selection import gives_what_is_asked
+from mmrag.generation.verification.statements import evidence_text, read_in_image
 
 ANSWER_MODES = ("free", "likelihood", "similarity")
 DEFAULT_MODE = "similarity"  # the winner on scene-text questions (docs/BENCHMARKS.md)
@@ -72,14 +67,14 @@ def _words(text: str) -> set[str]:
     return {word.text.lower() for word in read(text).words if word.text[0].isalnum()}
 
 
-def answering(question: str, spans: list[str]) -> list[str]:
+def answering(question: Question, spans: list[str]) -> list[str]:
     """The spans that say something the question does not, and of those the ones that give
     what it asks for (a number for "in what year"), where any does; for a number, the spans
     that are one where any is ("10", not the "1" inside "M1SOL" that OCR read off a bus)."""
-    asked = _words(question)
+    asked = _words(question.text)
     new = [span for span in spans if not _words(span) <= asked] or spans
     giving = [span for span in new if gives_what_is_asked(question, span)] or new
-    if asks_number(question):
+    if question.numeric:
         return [span for span in giving if _NUMERIC.fullmatch(span)] or giving
     return giving
 
@@ -116,12 +111,12 @@ class SceneTextAnswerer:
         self.embed = embed
 
     def answer(
-        self, question: str, lines: Sequence[str], *, image: bytes | None = None
+        self, question: Question, lines: Sequence[str], *, image: bytes | None = None
     ) -> SceneTextAnswer:
         """The short answer; `image` reaches the model only if the engine takes images."""
         started = time.perf_counter()
         seen = image if self.engine.info.accepts_images else None
-        messages = scene_text_messages(question, " ".join(lines), image=seen)
+        messages = scene_text_messages(question.text, " ".join(lines), image=seen)
         options = answering(question, candidates(lines))
         free = None
         if self.mode in ("free", "similarity") or not options:
@@ -129,7 +124,7 @@ class SceneTextAnswerer:
         if not options or self.mode == "free":
             answer = free or ""
         elif self.mode == "similarity":
-            answer = self._nearest(free or question, options)
+            answer = self._nearest(free or question.text, options)
         else:
             answer = self._likeliest(messages, options)
         timings = {"answer_s": time.perf_counter() - started}
@@ -164,26 +159,26 @@ _ABOUT_THE_TEXT = frozenset(
 )
 
 
-def asks_about(question: str, lines: Sequence[str]) -> bool:
+def asks_about(question: Question, lines: Sequence[str]) -> bool:
     """Whether a question is about a photo's text: it points at text ("this sign", "what is
     written") or shares a word with what was read in it ("double parking" for "NO DOUBLE
     PARKING"). Only then may an answer be read off the photo: "Who won the 1998 world cup?"
     asked with a street sign attached is still declined, and "What color is the door in this
     photo?" is not answered with the house number painted on it."""
-    if asked_attribute(question) or re.match(r"\s*how many\b", question, re.IGNORECASE):
+    if question.attribute or question.kind == "count":
         return False  # a colour, a shape, a material or a count is seen, not read
-    asked = {word.lemma for word in read(question).words} | _words(question)
+    asked = {word.lemma for word in question.reading.words} | _words(question.text)
     said = _words(" ".join(lines)) - STOPWORDS
     return bool(asked & _ABOUT_THE_TEXT or asked & said)
 
 
-def cites_what_is_pointed_at(question: str, answer: Answer, image_id: str) -> bool:
+def cites_what_is_pointed_at(question: Question, answer: Answer, image_id: str) -> bool:
     """Whether an answer to a question pointing at the attached photo ("What does this bus
     say?") cites the photo or a source that speaks of what it points at (a bus). A small
     model fed the photo's text beside retrieved captions may frame one of them as the answer
     ("The text on the side of the bus says: A tabby cat looking to the side"), and a
     caption of a cat verifies a sentence quoting it; it says nothing of this bus."""
-    reading = read(question)
+    reading = question.reading
     pointed = frozenset(  # "this bus": the noun "this" or "these" points at
         STEM(reading.words[word.head].lemma)
         for word in reading.words
@@ -193,13 +188,14 @@ def cites_what_is_pointed_at(question: str, answer: Answer, image_id: str) -> bo
         return True
     sources = [answer.sources[citation.marker - 1] for citation in answer.citations]
     return any(
-        source.id == image_id or pointed & terms(evidence_text(source)).words for source in sources
+        source.id == image_id or pointed & read(evidence_text(source)).terms.words
+        for source in sources
     )
 
 
 def read_off_the_image(
     answerer: SceneTextAnswerer,
-    question: str,
+    question: Question,
     answer: Answer,
     image: SourceLike,
     lines: Sequence[str],
@@ -213,7 +209,7 @@ def read_off_the_image(
     declines or paraphrases a sign (SmolLM2 declined 6 of 7 sign questions); choosing among
     what was read keeps the answer to the sign's own words. The answer is left as it was for
     a yes/no question, a photo with no text, or a question not about the photo."""
-    if not lines or asks_yes_no(question) or not asks_about(question, lines):
+    if not lines or question.kind == "yes_no" or not asks_about(question, lines):
         return answer
     span = answerer.answer(question, lines, image=data).answer.strip()
     if not span:

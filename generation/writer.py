@@ -10,6 +10,7 @@ from mmrag.generation.citations import citation_format, cite, sentence_end
 from mmrag.generation.engines.base import Engine
 from mmrag.generation.errors import GenerationCancelled, GenerationError
 from mmrag.generation.prompts import answer_messages, without_source_labels
+from mmrag.generation.reading.question import Question
 from mmrag.generation.types import Answer, SourceLike, Usage
 
 
@@ -35,7 +36,7 @@ class AnswerWriter:
 
     def write(
         self,
-        question: str,
+        question: Question | str,
         sources: Sequence[SourceLike],
         *,
         on_token: Callable[[str], None] | None = None,
@@ -50,6 +51,8 @@ class AnswerWriter:
         Deltas are raw model text up to the end of the first sentence (its markers not yet
         checked); the Answer's text is the validated one. Generation stops as soon as a second
         sentence starts, so a rambling model costs one extra token, not max_tokens.
+        `question` is read once by the caller (`read_question`); a plain string is sent as
+        written, with no request for a yes/no answer.
         `interrupt()` may return a reason to stop (a deadline, a client gone). The engine asks
         it while it works (llama.cpp between batches of the prompt, where no token comes for
         seconds) and this loop between tokens; either way the engine stops, which frees it for
@@ -58,7 +61,9 @@ class AnswerWriter:
         sources = list(sources)
         emit = on_token or (lambda _delta: None)
         started = time.perf_counter()
-        messages = answer_messages(question, sources, images=self.images)
+        text = question if isinstance(question, str) else question.text
+        yes_no = not isinstance(question, str) and question.kind == "yes_no"
+        messages = answer_messages(text, sources, images=self.images, yes_no=yes_no)
         raw, first_token, error, usage = "", None, None, Usage()
 
         def interrupted() -> bool:

@@ -14,6 +14,7 @@ import pytest
 
 from mmrag.generation.citations import CitationFormat, cite
 from mmrag.generation.errors import GenerationError
+from mmrag.generation.reading.question import read_question
 from mmrag.generation.reading.text import terms
 from mmrag.generation.verification.attribution import (
     DECLINE,
@@ -21,7 +22,7 @@ from mmrag.generation.verification.attribution import (
     invented_terms,
     supported_parts,
 )
-from mmrag.generation.verification.questions import answers_the_question, yes_no_verdict
+from mmrag.generation.verification.selection import choose, verdict
 from mmrag.generation.verification.verifier import LexicalVerifier, NLIVerifier, load_verifier
 from tests.helpers import Src, answered
 from tests.tiny_models import tiny_cross_encoder
@@ -113,6 +114,11 @@ def test_an_invented_clause_is_cut_and_the_supported_part_kept(attributor):
     assert checked.attribution == "model"
     assert checked.text == "The Greywick Lantern Night was first held in 1981 in Greywick [1]."
     assert supported_parts(question, raw.replace(" [1]", ""))[0].text.endswith("in the UK.")
+
+
+def answers_the_question(question: str, sentence: str) -> bool:
+    """Whether the sentence, a source's only one, is chosen as the answer."""
+    return choose(read_question(question), [Src("s-1", "text", "", sentence)]) is not None
 
 
 def test_a_sentence_about_the_right_thing_is_no_answer_to_another_question():
@@ -375,8 +381,8 @@ def test_attribute_words_are_facts_and_a_denied_one_is_not_asserted():
     said = terms("No, the stripes are black, not red; the gray door is wooden.")
     assert said.attributes == {"black", "grey", "wood"}
     assert terms("The Red Door of the Anchor Hotel").words >= {"red", "door"}
-    assert yes_no_verdict("Is the door of the Harbor Inn blue?", DOOR.text) == "yes"
-    assert yes_no_verdict("Is the roof of the Harbor Inn blue?", DOOR.text) is None
+    assert verdict(read_question("Is the door of the Harbor Inn blue?"), DOOR.text) == "yes"
+    assert verdict(read_question("Is the roof of the Harbor Inn blue?"), DOOR.text) is None
 
 
 def test_an_answer_about_this_photo_cites_it_or_a_source_about_what_it_shows(attributor):

@@ -14,13 +14,15 @@ import sys
 import pytest
 
 from mmrag.generation.citations import cite
+from mmrag.generation.reading.question import read_question
 from mmrag.generation.reading.text import read, read_all
 from mmrag.generation.scene_text import asks_about
 from mmrag.generation.types import Answer
 from mmrag.generation.verification.attribution import Attributor
-from mmrag.generation.verification.extraction import extract, full_sentence
 from mmrag.generation.verification.grounding import Grounder
-from mmrag.generation.verification.verifier import LexicalVerifier, evidence_text
+from mmrag.generation.verification.selection import choose
+from mmrag.generation.verification.statements import evidence_text, full_sentence
+from mmrag.generation.verification.verifier import LexicalVerifier
 from tests.helpers import Src, answered
 
 # The sample corpus's own sources (data/sample/WebQA_sample.json).
@@ -408,8 +410,8 @@ def test_an_open_request_is_answered_from_a_source_that_describes_it(attributor)
 def test_a_colour_asked_of_a_photo_is_not_answered_with_its_text():
     """A photo of a red door with its house number painted on: the colour is seen, not read;
     its text answers what it says."""
-    assert not asks_about("What color is the door in this photo?", ["21"])
-    assert asks_about("What number is written on the door in this photo?", ["21"])
+    assert not asks_about(read_question("What color is the door in this photo?"), ["21"])
+    assert asks_about(read_question("What number is written on the door in this photo?"), ["21"])
 
 
 @pytest.mark.parametrize(
@@ -563,8 +565,8 @@ def test_a_photos_title_is_said_with_its_article():
 )
 def test_a_source_sentence_answers_in_its_own_words(question, title, text, said):
     """Texts written outside the sample corpus (bench/data/verifier_heldout.jsonl)."""
-    found = extract(question, [Src("held-out", "text", title, text)])
-    assert found is not None and said in found[0], found
+    found = choose(read_question(question), [Src("held-out", "text", title, text)])
+    assert found is not None and said in found.said, found
 
 
 def test_a_named_place_comes_before_a_place_that_is_no_name():
@@ -575,7 +577,9 @@ def test_a_named_place_comes_before_a_place_that_is_no_name():
         "The Crown Inn is an inn in Greywick. It served travellers on the old coast road.",
     )
     lane = Src("lane", "text", "Crown Inn", "The Crown Inn stands on Mill Lane in Greywick.")
-    assert extract("Where in Greywick is the Crown Inn?", [crown, lane]) == (
+    found = choose(read_question("Where in Greywick is the Crown Inn?"), [crown, lane])
+    assert found is not None
+    assert (found.said, found.statement.number) == (
         "The Crown Inn stands on Mill Lane in Greywick.",
         2,
     )

@@ -117,15 +117,23 @@ def test_no_sources_still_asks_for_one_sentence() -> None:
 
 
 def test_yes_no_questions_ask_for_yes_or_no_first():
-    from mmrag.generation.prompts import YES_NO_REQUEST, answer_messages, is_yes_no
+    """The prompt asks for "Yes,"/"No," where the question was read as yes/no, by the one
+    reading every stage shares (`read_question`), not by a detector of its own."""
+    from mmrag.generation.prompts import YES_NO_REQUEST, answer_messages
+    from mmrag.generation.reading.question import read_question
 
-    assert is_yes_no("Does the Harbor Inn have a blue door?")
-    assert is_yes_no('"Is the lighthouse striped?"')
-    assert not is_yes_no("What color is the door?") and not is_yes_no("")
     source = type("S", (), {"id": "1", "modality": "text", "title": "t", "text": "x"})()
-    asks = answer_messages("Is it red?", [source])[-1]["content"]
-    assert YES_NO_REQUEST in str(asks)
-    assert YES_NO_REQUEST not in str(answer_messages("Which is red?", [source])[-1]["content"])
+    for text, yes_no in [
+        ("Does the Harbor Inn have a blue door?", True),
+        ('"Is the lighthouse striped?"', True),
+        ("Should I descale the kettle monthly?", True),
+        ("What color is the door?", False),
+        ("Can you tell me about the Harbor Inn?", False),  # a request, not a yes/no question
+    ]:
+        question = read_question(text)
+        assert (question.kind == "yes_no") is yes_no, text
+        asks = answer_messages(text, [source], yes_no=question.kind == "yes_no")[-1]["content"]
+        assert (YES_NO_REQUEST in str(asks)) is yes_no, text
 
 
 def test_a_source_line_the_model_copies_loses_the_prompts_labels():

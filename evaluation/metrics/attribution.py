@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mmrag.generation.reading.question import read_question
 from mmrag.generation.types import SourceLike
 from mmrag.generation.verification.attribution import DECLINE, Attributor, invented_terms
 
@@ -39,8 +40,9 @@ def attribution_row(item: Attributed, attributor: Attributor) -> dict[str, float
         return dict.fromkeys(METRICS, None) | {"decline_rate": 1.0}
     if not item.answer.strip():  # no answer at all: nothing claimed, nothing declined
         return dict.fromkeys(METRICS, None) | {"decline_rate": 0.0}
-    scores = attributor.citation_scores(item.question, item.answer, item.cited)
-    invented = invented_terms(item.question, item.answer, item.cited)
+    question = read_question(item.question)
+    scores = attributor.citation_scores(question, item.answer, item.cited)
+    invented = invented_terms(question, item.answer, item.cited)
     return {
         "citation_recall": scores.recall if scores.recall is not None else 0.0,
         "citation_precision": scores.precision if scores.precision is not None else 0.0,

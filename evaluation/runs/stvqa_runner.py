@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mmrag.evaluation.loaders.stvqa import STVQAItem
 from mmrag.evaluation.runs.checkpoint import sibling
+from mmrag.generation.reading.question import read_question
 
 if TYPE_CHECKING:  # models load only when a run starts; `mmrag --help` stays instant
     from mmrag.core.settings import Settings
@@ -34,7 +35,7 @@ class STVQARunner:
         lines = self.lines.get(item.image) or []
         accepts_images = self.answerer.engine.info.accepts_images
         image = (self.root / item.image).read_bytes() if accepts_images else None
-        result = self.answerer.answer(item.question, lines, image=image)
+        result = self.answerer.answer(read_question(item.question), lines, image=image)
         return {
             "prediction": result.answer,
             "free": result.free,

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from spacy.language import Language
     from spacy.tokens import Doc, Token
 
+from mmrag.generation.reading.words import ATTRIBUTE_KIND, ATTRIBUTES, FRAMING, UNITS
+
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
 # Words inside one name between its proper nouns: "Chapel of St. Aidan", "St. Brigid's Church".
 NAME_JOINERS = frozenset({"of", "upon", "de", "la", "'s", "’s", "&"})
@@ -44,77 +46,9 @@ def _stopwords() -> frozenset[str]:
 
 
 STOPWORDS = _stopwords()
-# Lemmas an answer uses to point at its sources or name the kind of fact it gives, which assert
-# nothing about the world: "the photo shows", "according to the source", "a building called
-# …", "its colour is", "made of".
-FRAMING = frozenset(
-    {"answer", "source", "according", "image", "photo", "picture", "caption", "text", "show"}
-    | {"call", "name", "know", "locate", "depict", "see", "also", "yes", "one", "mention"}
-    | {"colour", "color", "shape", "material", "make", "many", "much", "kind", "type", "sort"}
-    | {"say", "read"}  # "the sign saying …", "the text reads …": what a sign says is its text
-)
-
-
-def _attributes(kind: str, groups: str) -> dict[str, tuple[str, str]]:
-    """ "grey gray, wood wooden timber" -> {"gray": ("grey", kind), "wooden": ("wood", kind), ...}:
-    each word to its group's first word and the kind of attribute it names."""
-    table = {}
-    for group in groups.split(","):
-        words = group.split()
-        table.update({word: (words[0], kind) for word in words})
-    return table
-
-
-# Words that name one attribute, by kind. Left out on purpose: words that are often something
-# else ("cross", "arch", "flat", "tin", "cast").
-ATTRIBUTES = {
-    **_attributes(
-        "colour",
-        "red, orange, yellow, green, blue, purple, violet, pink, brown, black, white, grey gray, "
-        "silver, gold golden, beige, turquoise, maroon, navy, cream, crimson, scarlet, teal, "
-        "cyan, magenta, ivory, indigo, lilac",
-    ),
-    **_attributes(
-        "shape",
-        "circle circular round, square, rectangle rectangular oblong, triangle triangular, "
-        "diamond, heart, star, oval, octagon octagonal, hexagon hexagonal, crescent, spiral, "
-        "cone conical, cylinder cylindrical, sphere spherical, dome domed, cube",
-    ),
-    **_attributes(
-        "material",
-        "wood wooden timber, stone, brick, metal metallic, steel, iron, glass, concrete, "
-        "marble, granite, plastic, copper, bronze, brass, slate, thatch thatched, sandstone, "
-        "limestone, clay, paper, cloth, canvas, silk, cotton, leather, straw, bamboo, "
-        "ceramic, porcelain, terracotta",
-    ),
-}
-ATTRIBUTE_KIND = dict(ATTRIBUTES.values())
-# Nouns by which a question asks a property of a thing, not which thing: "What colour is the
-# door?", "What number is on it?", unlike "Which lake is the deepest?".
-ATTRIBUTE_NOUNS = frozenset(
-    {"color", "colour", "shape", "material", "number", "kind", "type", "size", "year", "name"}
-)
-# Units a number is read with: "48-metre", "48 m", "48 meters" are one length.
-UNITS = {
-    "m": "metre", "metre": "metre", "meter": "metre", "km": "kilometre", "kilometre": "kilometre",
-    "kilometer": "kilometre", "cm": "centimetre", "centimetre": "centimetre",
-    "centimeter": "centimetre", "ft": "foot", "foot": "foot", "feet": "foot", "mile": "mile",
-    "kg": "kilogram", "kilogram": "kilogram", "tonne": "tonne", "ton": "tonne",
-    "year": "year", "percent": "percent", "%": "percent", "hectare": "hectare", "ha": "hectare",
-    "acre": "acre",
-}  # fmt: skip
-# Dimensions a measure is said in. A claim's dimension beside a number is grounded by the
-# source's number in the same unit, unless the source says it measures another: "a 48-metre
-# tower" is 48 metres tall, "a depth of 214 metres" is not 214 metres wide. No library has them.
-DIMENSIONS = {
-    "tall": "height", "high": "height", "height": "height", "long": "length",
-    "length": "length", "wide": "width", "width": "width", "broad": "width", "deep": "depth",
-    "depth": "depth", "across": "width", "size": "size", "area": "size",
-}  # fmt: skip
-
-
 _SPELLING = ((re.compile(r"(?<=\w{3})our$"), "or"), (re.compile(r"(?<=\w{2})tre$"), "ter"))
 _NUMERIC = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
+_CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 
 def spelling(word: str) -> str:
@@ -131,7 +65,9 @@ def spelling(word: str) -> str:
 
 def number_value(text: str) -> str | None:
     """The number a word states, normalised: "5,895" -> "5895", "Fourteen" -> "14", "1.50" ->
-    "1.5"; None for other words."""
+    "1.5", a clock's "06:50" -> "6:50"; None for other words."""
+    if clock := _CLOCK.match(text):
+        return f"{int(clock.group(1))}:{clock.group(2)}"
     if _NUMERIC.match(text):
         value = text.replace(",", "")
         return value.rstrip("0").rstrip(".") if "." in value else value
@@ -165,8 +101,9 @@ class Word:
 
     @property
     def stop(self) -> bool:
-        """A stopword as written: "owns" is a verb, though "own" ("my own") is a stopword."""
-        return self.text.lower() in STOPWORDS
+        """A stopword as written and as its lemma: "owns" is a verb, though "own" ("my own")
+        is a stopword; "won" is "win", though the list has it for "won't"."""
+        return self.text.lower() in STOPWORDS and self.lemma in STOPWORDS
 
     @property
     def content(self) -> bool:

@@ -35,19 +35,13 @@ from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple, Protocol
 
 from mmrag.generation.citations import cite_sentence, strip_markers
-from mmrag.generation.reading.text import Reading, read, sentence_spans, terms
+from mmrag.generation.reading.question import Question, as_question, with_synonyms
+from mmrag.generation.reading.text import Reading, read, sentence_spans
 from mmrag.generation.types import Answer, Citation, Cut, JudgedBy, SourceLike
-from mmrag.generation.verification.extraction import extract
 from mmrag.generation.verification.grounding import Gap
-from mmrag.generation.verification.questions import (
-    gives_what_is_asked,
-    options,
-    picks_one,
-    relation,
-    states,
-    with_synonyms,
-)
-from mmrag.generation.verification.verifier import SUPPORTED, Verifier, evidence_text
+from mmrag.generation.verification.selection import choose, gives_what_is_asked, picks_one, states
+from mmrag.generation.verification.statements import evidence_text
+from mmrag.generation.verification.verifier import SUPPORTED, Verifier
 
 DECLINE = "The indexed sources do not answer this question."
 UNANSWERED = frozenset({"declined", "unsupported"})  # attributions of an answer no source backs
@@ -93,29 +87,34 @@ class Attributor:
         self.threshold = threshold
         self.judge = judge
 
-    def text_support(self, question: str, claim: str, sources: Sequence[SourceLike]) -> float:
+    def text_support(
+        self, question: Question | str, claim: str, sources: Sequence[SourceLike]
+    ) -> float:
+        question = as_question(question)
         return self.verifier.support(question, claim, [evidence_text(s) for s in sources])
 
-    def judgement(self, question: str, claim: str, source: SourceLike) -> Judgement:
+    def judgement(self, question: Question | str, claim: str, source: SourceLike) -> Judgement:
         """Whether one source supports the claim, and what said so. Its text settles it when
         it holds the whole claim; else, for an image, a judge that sees it decides (its "no"
         beating a partial text match); else the text verifier's verdict stands."""
+        question = as_question(question)
         text = self.text_support(question, claim, [source])
         if source.modality == "image" and self.judge is not None and text < self.verifier.certain:
-            seen = self.judge.support(question, claim, source)
+            seen = self.judge.support(question.text, claim, source)
             if seen is not None:
                 return Judgement(seen >= SUPPORTED, "image", seen)
         return Judgement(text >= self.threshold, "text", text)
 
-    def supports(self, question: str, claim: str, sources: Sequence[SourceLike]) -> bool:
+    def supports(self, question: Question | str, claim: str, sources: Sequence[SourceLike]) -> bool:
         """One source as `judgement` judges it; several read together, as text."""
+        question = as_question(question)
         if len(sources) == 1:
             return self.judgement(question, claim, sources[0]).supported
         return self.text_support(question, claim, sources) >= self.threshold
 
     def attribute(
         self,
-        question: str,
+        question: Question | str,
         answer: Answer,
         *,
         abstain: bool = True,
@@ -125,6 +124,7 @@ class Attributor:
         module docstring says; a failed generation is returned as it is. `runners_up`,
         retrieved sources that were not given to the model, may still hold the sentence that
         answers (then cited as one more source)."""
+        question = as_question(question)
         if answer.generation_error or not answer.text:
             return answer
         sources = list(answer.sources)
@@ -157,9 +157,9 @@ class Attributor:
                     return self._cited(answer, claim, joint[:2], "verified", part.cut)
         replaced = [Cut(said, _unsupported(gaps))]
         pool = [*sources, *(s for s in runners_up if s.id not in {g.id for g in sources})]
-        extracted = extract(question, pool)
-        if extracted is not None:
-            sentence, number = extracted
+        chosen = choose(question, pool, given=len(sources))
+        if chosen is not None:
+            sentence, number = chosen.said, chosen.statement.number
             if number > len(sources):  # a runner-up answers: it joins the answer's sources
                 sources.append(pool[number - 1])
                 answer, number = replace(answer, sources=sources), len(sources)
@@ -167,16 +167,16 @@ class Attributor:
             return self._cited(answer, sentence, [citation], "extractive", replaced)
         return replace(self.unanswered(answer, abstain=abstain), cut=replaced if abstain else [])
 
-    def _gaps(self, question: str, claim: str, sources: Sequence[SourceLike]) -> list[Gap]:
+    def _gaps(self, question: Question, claim: str, sources: Sequence[SourceLike]) -> list[Gap]:
         """What the claim says that none of the sources does, read together; [] for a
         verifier that does not ground words (an NLI model)."""
         grounder = getattr(self.verifier, "grounder", None)
         if grounder is None:
             return []
-        return grounder.gaps(claim, [evidence_text(s) for s in sources], question)
+        return grounder.gaps(claim, [evidence_text(s) for s in sources], question.text)
 
     def _joint(
-        self, question: str, claim: str, sources: Sequence[SourceLike], markers: Sequence[int]
+        self, question: Question, claim: str, sources: Sequence[SourceLike], markers: Sequence[int]
     ) -> list[Citation] | None:
         """Citations of sources that support the claim only read together, as text."""
         score = self.text_support(question, claim, [sources[n - 1] for n in markers])
@@ -224,8 +224,9 @@ class Attributor:
         )
 
     def citation_scores(
-        self, question: str, claim: str, cited: Sequence[SourceLike]
+        self, question: Question | str, claim: str, cited: Sequence[SourceLike]
     ) -> CitationScores:
+        question = as_question(question)
         if not cited:
             return CitationScores(None, None)
         if not self.supports(question, claim, cited):
@@ -241,11 +242,11 @@ class Attributor:
 def support_span(claim: str, text: str) -> tuple[int, int] | None:
     """The sentence of a source's text that holds most of the claim's facts (numbers, names,
     attributes), then of its words; the first of equals. None when it shares no word."""
-    said = terms(claim)
+    said = read(claim).terms
     key, words = with_synonyms(said.key), with_synonyms(said.words)
     best, found = (0, 0), None
     for start, end in sentence_spans(text):
-        held = with_synonyms(terms(text[start:end]).words)
+        held = with_synonyms(read(text[start:end]).terms.words)
         shared = (len(key & held), len(words & held))
         if shared > best:
             best, found = shared, (start, end)
@@ -269,7 +270,7 @@ _DETACHABLE = frozenset(
 REPEAT_WORDS = 3  # "by Ivo Brannock, a local brewer, in 1888" said twice in a row
 
 
-def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list[Part]:
+def supported_parts(question: Question | str, claim: str, gaps: Sequence[Gap] = ()) -> list[Part]:
     """The claim, then shorter versions, longest first: said once where the model repeated
     itself, without the modifiers and clauses that hold words no source says (`gaps`), and cut
     at clause boundaries. Each is kept if it is a full sentence (a finite verb) that answers:
@@ -278,12 +279,13 @@ def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list
     something beyond the question. Small models tack invented clauses and praise onto a right
     answer ("... first held in 1981 in Greywick, a town in the UK", "a classic example of"),
     and what remains without them is worth keeping."""
-    asked, wanted = terms(question).words, relation(question)
+    question = as_question(question)
+    asked, wanted = question.terms.words, question.relation
 
     def answers(part: str) -> bool:
-        stated = not wanted or bool(wanted & states(part))
+        stated = not wanted or bool(wanted & states(read(part)))
         # It says what it is about: "The answer is: 221." names nothing the question asked of.
-        about = not asked or bool(asked & terms(part).words)
+        about = not asked or bool(asked & read(part).terms.words)
         whole = read(part).finite() and _complete(part)
         return stated and about and whole and gives_what_is_asked(question, part)
 
@@ -297,15 +299,14 @@ def supported_parts(question: str, claim: str, gaps: Sequence[Gap] = ()) -> list
         reason = "; ".join(held) or "its source does not support it"
         versions.append(Part(body[:cut].rstrip(" ,;") + ".", (*whole.cut, Cut(rest, reason))))
     kept = [whole] * answers(whole.text)
-    offered = options(question)
     # A cut keeps what the sentence was about, the question's words it says: "The number
     # Dunmore is 12" is no answer about the town hall in Dunmore that the model named.
-    about = asked & terms(whole.text).words
+    about = asked & read(whole.text).terms.words
     kept += [
         v
         for v in versions[1:]
-        if (terms(v.text).words - asked or picks_one(v.text, offered))
-        and about <= terms(v.text).words
+        if (read(v.text).terms.words - asked or picks_one(question, v.text))
+        and about <= read(v.text).terms.words
         and answers(v.text)
     ]
     return list({part.text: part for part in kept}.values())
@@ -451,8 +452,11 @@ def _judged(sources: Sequence[SourceLike], marker: int, judged: Judgement | None
     )
 
 
-def invented_terms(question: str, claim: str, sources: Sequence[SourceLike]) -> frozenset[str]:
+def invented_terms(
+    question: Question | str, claim: str, sources: Sequence[SourceLike]
+) -> frozenset[str]:
     """Numbers and names the claim states that neither the question nor any given source
     holds: facts the model made up."""
-    known = terms(question).words | terms(" ".join(evidence_text(s) for s in sources)).words
-    return terms(claim).key - known
+    question = as_question(question)
+    known = question.terms.words | read(" ".join(evidence_text(s) for s in sources)).terms.words
+    return read(claim).terms.key - known

@@ -31,8 +31,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mmrag.generation.reading.question import with_synonyms
 from mmrag.generation.reading.text import (
-    DIMENSIONS,
     STEM,
     UNITS,
     Reading,
@@ -40,7 +40,7 @@ from mmrag.generation.reading.text import (
     read,
     read_all,
 )
-from mmrag.generation.verification.questions import with_synonyms
+from mmrag.generation.reading.words import DIMENSIONS, PRONOUNS
 
 Embed = Callable[[list[str]], np.ndarray]  # texts -> L2-normalised rows (e.g. MiniLM)
 
@@ -265,7 +265,7 @@ _NAME_WORDS = frozenset({"compound", "flat"})
 _SHARED_CLAUSE = frozenset({"advcl", "xcomp", "conj", "acl", "relcl"})
 _FINITE = frozenset({"VBD", "VBP", "VBZ", "MD"})
 _SUBJECTS = frozenset({"nsubj", "nsubjpass"})
-_PRONOUNS = frozenset({"it", "its", "they", "their", "them", "he", "his", "she", "her"})
+_PRONOUNS = PRONOUNS
 MAX_ALIGNMENTS = 20_000  # search steps before a claim's relations are taken as said
 
 

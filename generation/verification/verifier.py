@@ -17,30 +17,13 @@ from typing import Annotated, Protocol
 from pydantic import AfterValidator
 
 from mmrag.generation.errors import GenerationError
-from mmrag.generation.reading.text import Terms, terms, titled_sentences
-from mmrag.generation.types import SourceLike
-from mmrag.generation.verification.attributes import attributes_of_subject
+from mmrag.generation.reading.question import Question, as_question, with_synonyms
+from mmrag.generation.reading.text import Terms, read, titled_sentences
+from mmrag.generation.verification.attributes import BOUND_KINDS, attributes_of_subject, head_noun
 from mmrag.generation.verification.grounding import Embed, Grounder
-from mmrag.generation.verification.questions import (
-    Verdict,
-    asked_attribute,
-    asks_yes_no,
-    claimed_of_subject,
-    polarity,
-    question_subject,
-    relation,
-    said_of_subject,
-    with_synonyms,
-    yes_no_verdict,
-)
+from mmrag.generation.verification.selection import Verdict, _given, polarity, verdict
 
 SUPPORTED = 0.5  # a verifier's score from which a source supports a claim
-
-
-def evidence_text(source: SourceLike) -> str:
-    """All a source says: its title, its caption or snippet, and any text read in its image."""
-    parts = [source.title, source.text, getattr(source, "ocr_text", None) or ""]
-    return ". ".join(part.rstrip(". ") for part in parts if part)
 
 
 class Verifier(Protocol):
@@ -49,7 +32,7 @@ class Verifier(Protocol):
     # judge that sees the image decides for an image source.
     certain: float
 
-    def support(self, question: str, claim: str, evidence: Sequence[str]) -> float:
+    def support(self, question: Question | str, claim: str, evidence: Sequence[str]) -> float:
         """How surely the evidence (texts read together) supports the claim, in [0, 1]."""
         ...
 
@@ -63,8 +46,8 @@ class LexicalVerifier:
     in an evidence sentence about what the question asks of, so a source with the right number
     about the wrong thing ("12", a house number in Dunmore, for the height of Dunmore's
     lighthouse) supports nothing. A typed question's relation ("Who built …") must be said; a
-    yes/no answer must agree with the source's `yes_no_verdict`, and where they give none it
-    is supported as a grounded "no" or a "yes" whose every word they hold, unless it asks a
+    yes/no answer must agree with the source's `verdict`, and where they give none it is
+    supported as a grounded "no" or a "yes" whose every word they hold, unless it asks a
     colour or a count; a colour must be the one the evidence gives the thing asked about.
     `embed` (MiniLM) lets paraphrases ground a claim.
     """
@@ -75,53 +58,74 @@ class LexicalVerifier:
     def __init__(self, embed: Embed | None = None) -> None:
         self.grounder = Grounder(embed)
 
-    def support(self, question: str, claim: str, evidence: Sequence[str]) -> float:
+    def support(self, question: Question | str, claim: str, evidence: Sequence[str]) -> float:
         return float(self.supports(question, claim, evidence))
 
-    def supports(self, question: str, claim: str, evidence: Sequence[str]) -> bool:
+    def supports(self, question: Question | str, claim: str, evidence: Sequence[str]) -> bool:
+        question = as_question(question)
         text = " ".join(evidence)
-        found = with_synonyms(terms(text).words)
-        asked, said = terms(question), terms(claim)
+        found = with_synonyms(read(text).terms.words)
+        asked, said = question.terms, read(claim).terms
         if said.key - found:  # a fact the evidence lacks
             return False
         if not said.words and not (asked.words and asked.words <= found):
             return False  # "Yes, it has.": the evidence must hold what was asked
         if len(evidence) > 1 and not _facts_belong(said, asked, evidence):
             return False
-        if asks_yes_no(question):  # the source's verdict, where it gives one, stands
-            verdict = source_verdict(question, evidence)
-            if verdict != polarity(claim) and (verdict or asked.attributes | asked.numbers):
+        yes_no = question.kind == "yes_no"
+        if yes_no:  # the source's verdict, where it gives one, stands
+            found_verdict = source_verdict(question, evidence)
+            claimed = polarity(read(claim))
+            if found_verdict != claimed and (found_verdict or asked.attributes | asked.numbers):
                 return False
-        kind = asked_attribute(question)
+        kind = question.attribute
         if kind:  # the colour it gives the thing asked about, not another part's
-            claimed = claimed_of_subject(question, claim, kind)
-            if claimed - asked.attributes - _given_to_subject(question, evidence, kind):
+            claimed_kind = _claimed_of_subject(question, claim, kind)
+            if claimed_kind - asked.attributes - _given_to_subject(question, evidence, kind):
                 return False
         # A "yes" restates the question: its words must be the evidence's, not the question's.
-        context = "" if asks_yes_no(question) and polarity(claim) == "yes" else question
-        return not self.grounder.gaps(claim, evidence, context, relation(question))
+        context = "" if yes_no and polarity(read(claim)) == "yes" else question.text
+        return not self.grounder.gaps(claim, evidence, context, question.relation)
 
 
-def _given_to_subject(question: str, evidence: Sequence[str], kind: str) -> set[str]:
+def _claimed_of_subject(question: Question, claim: str, kind: str) -> frozenset[str]:
+    """The attributes of a kind an answer gives the question's thing: those it says of the
+    thing's head noun or of no noun, so "the hull is a wood-flecked white, with a green hull
+    and a white sail" claims white and green for the hull, "a green hull and a white sail"
+    only green. Denied ones ("black, not red") are not claimed; an answer that gives the
+    thing none claims every one it names."""
+    said = read(claim).terms.of_kind(kind)
+    subject = _subject(question, kind)
+    if subject is None:
+        return said
+    return attributes_of_subject(claim, subject, kind) & said or said
+
+
+def _subject(question: Question, kind: str) -> frozenset[str] | None:
+    head = head_noun(question.reading, question.opening_end, kind)
+    return with_synonyms(frozenset({head})) if kind in BOUND_KINDS and head else None
+
+
+def _given_to_subject(question: Question, evidence: Sequence[str], kind: str) -> set[str]:
     """The attributes of a kind the evidence gives what the question asks of: bound to it, or
     said in a sentence about it (or titled so) and bound to nothing else ("cut from a single
     block of granite")."""
     given: set[str] = set()
-    subject = question_subject(question, kind)
+    subject = _subject(question, kind)
     for text in evidence:
         for sentence, title in titled_sentences(text):
-            given |= said_of_subject(question, sentence, kind)
-            about = terms(sentence).words | terms(title).words
+            given |= _given(question, sentence, kind)
+            about = read(sentence).terms.words | read(title).terms.words
             if subject and subject & about:
                 given |= attributes_of_subject(sentence, subject, kind)
     return given
 
 
-def source_verdict(question: str, evidence: Sequence[str]) -> Verdict | None:
+def source_verdict(question: Question, evidence: Sequence[str]) -> Verdict | None:
     """The first verdict an evidence sentence gives on a yes/no question, in evidence order,
     each sentence read with its source's title."""
     verdicts = (
-        yes_no_verdict(question, sentence, title)
+        verdict(question, sentence, title)
         for text in evidence
         for sentence, title in titled_sentences(text)
     )
@@ -135,7 +139,7 @@ def _facts_belong(said: Terms, asked: Terms, evidence: Sequence[str]) -> bool:
     what the question is about (its names; its words, when it names nothing)."""
     about = asked.names or asked.words
     sentences_terms = [
-        terms(sentence).words | terms(title).words
+        read(sentence).terms.words | read(title).terms.words
         for text in evidence
         for sentence, title in titled_sentences(text)
     ]
@@ -174,7 +178,7 @@ class NLIVerifier:
         self.name = f"nli:{name_or_path}"
         self.certain = SUPPORTED  # its score is a probability of entailment
 
-    def support(self, question: str, claim: str, evidence: Sequence[str]) -> float:
+    def support(self, question: Question | str, claim: str, evidence: Sequence[str]) -> float:
         torch = self.torch
         batch = self.tokenizer(
             " ".join(evidence), claim, truncation=True, max_length=512, return_tensors="pt"

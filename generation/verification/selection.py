@@ -1,0 +1,460 @@
+"""Which statement answers a question: the one that gives what it asks, of the thing it asks
+about, chosen by a score whose weights were fitted on data, not by a ladder of sentence shapes.
+
+Every statement of the given sources (`statements`) is a candidate. Each is described by a few
+features of what it gives the question (`FEATURES`): whether it holds a fact of the type the
+question expects (a time, a date, money, a quantity in the asked dimension, a count, a person,
+a place, a colour …) that the question does not already hold, whether that fact is said of the
+question's topic and not of another thing in the same sentence, how much of the topic, names
+and words of the question it says (with what it is about: a pronoun's referent, its source's
+title), and whether it says the asked relation. A logistic model over them gives the chance
+that it answers; its weights and the threshold under which the question is declined were
+fitted on a development set (`bench/fit_selection.py`, figures in docs/BENCHMARKS.md). A
+yes/no question is answered by the best statement that gives a verdict, after it; a choice by
+the one that names one of its options.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Literal
+
+from mmrag.generation.reading.question import Question, with_synonyms
+from mmrag.generation.reading.text import STEM, SUBJECTS, Reading, Terms, Word, read
+from mmrag.generation.reading.words import (
+    AT_A_PLACE,
+    ATTRIBUTE_KIND,
+    CURRENCY,
+    ENTITY_TYPES,
+    FORMER,
+    FREQUENCY,
+    NOW,
+    REASONS,
+    UNIT_DIMENSION,
+)
+from mmrag.generation.types import SourceLike
+from mmrag.generation.verification.attributes import bound_attributes, head_noun
+from mmrag.generation.verification.statements import Statement, lower_article, statements
+
+Verdict = Literal["yes", "no"]
+FEATURES = (  # each in [0, 1], 1 where the statement is the better answer for it
+    "bias",
+    "gives_type",  # holds a fact of an expected type the question does not (any new fact for
+    # a question that asks for no type)
+    "type_of_topic",  # and says it of the topic, not of another thing
+    "names_kind",  # says the kind of thing asked for ("street", "kayaks"), where one is
+    "topic",  # share of the topic's words it says (with what it is about)
+    "names",  # share of the question's names it says (with what it is about)
+    "relation",  # says what is asked of the thing ("carved"), where something is
+    "words",  # share of the question's content words it says
+    "new",  # says something the question does not
+    "untyped",  # the question asks for no type
+    "open_subject",  # an open request's thing is its subject (1 for other questions)
+    "open_defines",  # an open request: it says what the thing is (1 for other questions)
+    "open_caption",  # an open request for a look: a photo's caption (1 for other questions)
+    "given",  # from a source given to the model, not a runner-up
+    "first",  # its source's first statement
+    "as_written",  # a full sentence as written, not said of a photo or quoted
+)
+# Features enter the model as log(FLOOR + value): the chance of an answer is then a product
+# of powers of them, so a statement that lacks one thing asked (the names, the relation)
+# scores low however much else it has, which a sum of weights cannot express.
+FLOOR = 0.05
+# Words that give a reason or a frequency by themselves ("because", "every", "daily").
+_MARKERS = {"reason": REASONS, "frequency": FREQUENCY}
+
+
+@dataclass(frozen=True)
+class Model:
+    weights: tuple[float, ...]
+    threshold: float
+
+    def probability(self, values: Sequence[float]) -> float:
+        logs = [1.0, *(math.log(FLOOR + value) for value in values[1:])]
+        z = sum(w * x for w, x in zip(self.weights, logs, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+@functools.cache
+def fitted(name: str) -> dict:
+    """A fitted model's parameters (`weights.json`, written by the bench that fits it)."""
+    text = resources.files("mmrag.generation.verification").joinpath("weights.json").read_text()
+    return json.loads(text)[name]
+
+
+def model() -> Model:
+    found = fitted("selection")
+    assert tuple(found["features"]) == FEATURES, "weights.json was fitted on other features"
+    return Model(tuple(found["weights"]), found["threshold"])
+
+
+@dataclass(frozen=True)
+class Choice:
+    statement: Statement
+    score: float
+    said: str  # the answer: the statement as a full sentence, after "Yes," or "No," if asked
+
+
+def choose(
+    question: Question, sources: Sequence[SourceLike], *, given: int | None = None
+) -> Choice | None:
+    """The statement that best answers, if its score clears the fitted threshold. Sources past
+    the first `given` (the model's) are runners-up, retrieved but not selected."""
+    given = len(sources) if given is None else given
+    scorer = model()
+    best: tuple[float, int, Choice] | None = None
+    for order, statement in enumerate(statements(sources)):
+        said = statement.said
+        if question.kind == "yes_no":
+            answer = verdict(question, statement.text, statement.context)
+            if answer is None:
+                continue
+            said = f"{answer.capitalize()}, {lower_article(said)}"
+        elif question.kind == "choice" and not picks_one(question, statement.text):
+            continue
+        score = scorer.probability(
+            features(question, statement, runner_up=statement.number > given)
+        )
+        if score >= scorer.threshold and (best is None or (score, -order) > best[:2]):
+            best = (score, -order, Choice(statement, score, said))
+    return None if best is None else best[2]
+
+
+def features(question: Question, statement: Statement, *, runner_up: bool = False) -> list[float]:
+    """The statement's `FEATURES` for the question."""
+    reading = statement.reading
+    asked, said = question.terms, reading.terms
+    about = read(statement.about).terms.words | read(statement.source.title).terms.words
+    held = with_synonyms(said.words | about)
+    subject = _subject_words(question)
+    facts = facts_given(question, reading)
+    of_topic = [at for at in facts if _said_of(reading, at, subject | asked.names, about)]
+    untyped = not question.typed
+    new = bool(said.words - asked.words)
+    chooses = question.kind in ("yes_no", "choice")  # the verdict or the option is the fact
+    open_request = question.kind == "open"
+    kinds = with_synonyms(question.kinds)
+    return [
+        1.0,
+        float(bool(facts) or chooses or (untyped and new)),
+        float(bool(of_topic) or chooses or untyped),
+        float(bool(kinds & with_synonyms(said.words)) or not question.kinds),
+        _share(subject, held),
+        _share(asked.names, held),
+        _share(question.relation, states(reading)),
+        _share(asked.words - _asking(question), held),
+        float(new),
+        float(untyped),
+        float(not open_request or _topic_is_subject(question, reading)),
+        float(not open_request or _defines(reading)),
+        float(not (open_request and question.appearance) or statement.source.modality == "image"),
+        float(not runner_up),
+        float(statement.position == 0),
+        float(statement.said == statement.text),
+    ]
+
+
+def states(reading: Reading) -> frozenset[str]:
+    """The relations a sentence says (stems, with their synonyms): its words, but not those
+    that only name a kind of thing ("fishing" in "the fishing boat Gannet" says nothing of
+    what the Gannet fishes for); a person's title is said of them ("the architect Hester
+    Ashby")."""
+    said = {
+        STEM(w.lemma)
+        for w in reading.words
+        if w.dep not in ("compound", "amod") or reading.words[w.head].pos == "PROPN"
+    }
+    return with_synonyms(frozenset(said))
+
+
+def _share(wanted: frozenset[str], held: frozenset[str]) -> float:
+    return len(wanted & held) / len(wanted) if wanted else 1.0
+
+
+def _asking(question: Question) -> frozenset[str]:
+    """The question's words that only ask ("kind", "time", "tall"): no answer need say them."""
+    asking = {STEM(w.lemma) for w in question.reading.words if w.end <= question.opening_end}
+    return frozenset(asking) | question.kinds | {STEM(word) for word in NOW}
+
+
+def _subject_words(question: Question) -> frozenset[str]:
+    """The stems of what the question is about, less the facts a yes/no question asks of it."""
+    topic = question.topic_terms
+    return topic.words - topic.attributes - topic.numbers - _asking(question)
+
+
+def facts_given(question: Question, reading: Reading) -> list[int]:
+    """Where the statement gives a fact of a type the question expects and does not hold:
+    the word at which each such fact stands."""
+    asked = question.terms.words
+    found: list[int] = []
+    expects = set(question.expects)
+    if question.kind == "count":
+        expects.add("count")
+    for start, end, label in reading.entities:
+        kind = ENTITY_TYPES.get(label)
+        words = reading.words[start:end]
+        if kind and _new(words, asked) and _fits(kind, words, question):
+            found.append(start)
+    for word in reading.words:
+        if word.i in found or not _new([word], asked):
+            continue
+        if word.number is not None and _number_fits(word, reading, question, expects):
+            found.append(word.i)
+        elif word.attribute and ATTRIBUTE_KIND[word.attribute] in expects:
+            if _attribute_of_topic(question, reading, word):
+                found.append(word.i)
+        elif any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()):
+            found.append(word.i)
+    found += [at for at in _named_facts(question, reading, expects) if at not in found]
+    return sorted(found)
+
+
+def _new(words: Sequence[Word], asked: frozenset[str]) -> bool:
+    said = {w.number or w.attribute or STEM(w.lemma) for w in words if w.content or w.number}
+    return bool(said - asked)
+
+
+def _fits(kind: str, words: Sequence[Word], question: Question) -> bool:
+    """An entity of this type answers the question's expected types: a DATE for "when", a
+    TIME for "what time" or a duration for "how long", MONEY for "how much does it cost"."""
+    units = {UNIT_DIMENSION.get(w.unit or "", "") for w in words}
+    if kind in ("date", "time") and "duration" in question.measures:
+        return "duration" in units
+    if kind in ("date", "time") and "frequency" in question.expects:
+        return any(w.lemma in FREQUENCY for w in words)
+    if kind == "quantity" and question.measures:
+        return bool(units & set(question.measures))
+    if kind == "count":
+        return question.kind == "count" or "count" in question.expects
+    if kind == "date" and "time" in question.expects:  # "last 22:10", tagged a date
+        return any(w.number and ":" in w.number for w in words)
+    return kind in question.expects
+
+
+def _number_fits(word: Word, reading: Reading, question: Question, expects: set[str]) -> bool:
+    dimension = UNIT_DIMENSION.get(word.unit or "")
+    if question.measures:
+        return dimension in question.measures
+    before = reading.words[word.i - 1].text.lower() if word.i else ""
+    if "money" in expects:
+        after = reading.words[word.i + 1].lemma if word.i + 1 < len(reading.words) else ""
+        return before in CURRENCY or after in CURRENCY
+    if expects & {"date", "time"}:
+        clock = ":" in word.number
+        year = word.number.isdigit() and 1000 <= int(word.number) <= 2100
+        return clock if expects == {"time"} else clock or year
+    return "count" in expects and dimension is None and before not in CURRENCY
+
+
+def _attribute_of_topic(question: Question, reading: Reading, word: Word) -> bool:
+    """A colour or material said of the thing asked about ("What colour is the sail?" is not
+    answered by the hull's green in "a green hull and a white sail"); shapes of anything."""
+    kind = ATTRIBUTE_KIND[word.attribute]
+    if kind not in ("colour", "material"):
+        return True
+    head = head_noun(question.reading, question.opening_end, kind)
+    if head is None:
+        return True
+    bound = bound_attributes(reading.text, with_synonyms(frozenset({head})), kind)
+    return word.attribute in bound or not any(
+        bound_attributes(reading.text, frozenset({STEM(w.lemma)}), kind)
+        for w in reading.words
+        if w.pos == "NOUN" and w.i != word.i
+    )
+
+
+def _named_facts(question: Question, reading: Reading, expects: set[str]) -> list[int]:
+    """Names that give a person, an organisation, a place or a name: a doer after "by" or a
+    sentence's named subject, a name after a preposition of place, any new name for "name"."""
+    if not expects & {"person", "organisation", "place", "name"}:
+        return []
+    asked = question.terms.words
+    found = []
+    for start, end in reading.name_spans():
+        words = [w for w in reading.words[start:end] if w.proper]
+        if not words or not _new(words, asked):
+            continue
+        before = [
+            w.text.lower()
+            for w in reading.words[max(0, start - 2) : start]
+            if w.text.lower() != "the"
+        ]
+        doer = before[-1:] == ["by"] or any(w.dep in SUBJECTS for w in words)
+        placed = before[-1:] and before[-1] in AT_A_PLACE
+        person = bool(expects & {"person", "organisation"}) and doer
+        if "name" in expects or person or ("place" in expects and placed):
+            found.append(words[0].i)
+    return found
+
+
+def _said_of(reading: Reading, at: int, subject: frozenset[str], about: frozenset[str]) -> bool:
+    """Whether the fact at `at` is said of the question's thing: the subject of its clause is
+    that thing, a word standing for it (a pronoun, what the statement is `about`), or there
+    is none (a label's line, a caption); not another thing named beside it ("the south pier
+    is 120 metres long" for the north pier)."""
+    if not subject:
+        return True
+    for above in [at, *reading.ancestors(at)]:
+        subjects = [c for c in reading.children(above) if c.dep in SUBJECTS]
+        if not subjects:
+            continue
+        named = {STEM(w.lemma) for s in subjects for w in reading.subtree(s.i) if w.content}
+        pronoun = any(s.pos == "PRON" for s in subjects)
+        return pronoun or bool(named & subject) or not (named - about)
+    return True
+
+
+def _topic_is_subject(question: Question, reading: Reading) -> bool:
+    """ "The Harbor Inn is an inn in Dunmore …" is about the Harbor Inn; "Visitors can climb
+    194 steps to the top of the Aldric Tower" is about visitors."""
+    wanted = read(question.topic)
+    heads = {STEM(word.lemma) for word in wanted.words if word.dep == "ROOT"}
+    for subject in reading.subjects():
+        named = {STEM(word.lemma) for word in reading.subtree(subject.i)}
+        if STEM(subject.lemma) in heads and question.topic_terms.words <= named:
+            return True
+    return False
+
+
+def _defines(reading: Reading) -> bool:
+    """ "X is a 48-metre tower …": a sentence saying what its subject is."""
+    roots = [word for word in reading.words if word.dep == "ROOT" and word.lemma == "be"]
+    return any(c.dep == "attr" for root in roots for c in reading.children(root.i))
+
+
+def gives_what_is_asked(question: Question, text: str) -> bool:
+    """Whether a text gives what a question asks of its thing: a fact of the expected type
+    said of it, or one of a choice's options; any question that asks for no type, yes."""
+    if question.kind == "choice":
+        return picks_one(question, text)
+    if not question.typed:
+        return True
+    reading = read(text)
+    subject = _subject_words(question) | question.terms.names
+    return any(_said_of(reading, at, subject, frozenset()) for at in facts_given(question, reading))
+
+
+def picks_one(question: Question, text: str) -> bool:
+    """Whether a text names one of a choice's options and not the others."""
+    said = read(text).terms.words
+    return sum(option <= said for option in question.choices) == 1
+
+
+def verdict(question: Question, sentence: str, context: str = "") -> Verdict | None:
+    """What a source sentence says to a yes/no question, or None where it says nothing: it
+    must be about the question's thing (its names, and its other words but one in a longer
+    question; `context`, the source's title, may name them); then it states the asked colour,
+    shape, material or count (yes), or another of the same kind (no); "more than three"
+    compares the counts. A question that asks no such fact ("Was the castle ever besieged?")
+    is answered by the sentence that says what it asks: "no" if it denies it, or where it says
+    it of a time that has ended ("was the largest … until 1962") and the question asks of now."""
+    asked, said = question.terms, read(sentence).terms
+    about = said.words | read(context).terms.words
+    facts = asked.attributes | asked.numbers
+    if asked.names - about:
+        return None
+    subject = asked.words - facts - _asking(question)
+    missing = subject - with_synonyms(about)
+    if len(missing) > (1 if len(subject) >= 4 else 0):
+        return None
+    if not facts:
+        found = _denied_or_said(question, read(sentence))
+    elif question.compared:
+        found = _compare(question, read(sentence))
+    else:
+        found = _attribute_verdict(question, sentence, asked, said)
+    if found == "yes" and question.now and _former(read(sentence)):
+        return "no"
+    return found
+
+
+def _attribute_verdict(
+    question: Question, sentence: str, asked: Terms, said: Terms
+) -> Verdict | None:
+    kinds = {ATTRIBUTE_KIND[word] for word in asked.attributes}
+    given = frozenset().union(*(_given(question, sentence, kind) for kind in kinds))
+    if asked.attributes <= given and asked.numbers <= said.words:
+        return "yes"
+    if given - asked.attributes:
+        return "no"
+    asked_counts, said_counts = counts(question.reading), counts(read(sentence))
+    if any(said_counts.get(noun, number) != number for noun, number in asked_counts.items()):
+        return "no"
+    return None
+
+
+def _given(question: Question, sentence: str, kind: str) -> frozenset[str]:
+    """The attributes of a kind the sentence gives the question's thing."""
+    head = head_noun(question.reading, question.opening_end, kind)
+    if kind in ("colour", "material") and head:
+        return bound_attributes(sentence, with_synonyms(frozenset({head})), kind)
+    return read(sentence).terms.of_kind(kind)
+
+
+def counts(reading: Reading) -> dict[str, str]:
+    """Counted things: "three red bands" -> {"band": "3"} (each number's noun), keyed by every
+    synonym of the noun too ("2 bands" counts stripes)."""
+    found: dict[str, str] = {}
+    for word in reading.words:
+        if word.number is not None and word.dep == "nummod":
+            for noun in with_synonyms(frozenset({STEM(reading.words[word.head].lemma)})):
+                found.setdefault(noun, word.number)
+    return found
+
+
+def _compare(question: Question, reading: Reading) -> Verdict | None:
+    """The verdict on "more than N" and the like, from the sentence's count of the same noun."""
+    assert question.compared is not None
+    relation, limit = question.compared
+    said = counts(reading)
+    for noun in counts(question.reading):
+        if noun in said:
+            have, bound = float(said[noun]), float(limit)
+            holds = {
+                "more": have > bound,
+                "fewer": have < bound,
+                "at least": have >= bound,
+                "at most": have <= bound,
+            }[relation]
+            return "yes" if holds else "no"
+    return None
+
+
+def _denied_or_said(question: Question, reading: Reading) -> Verdict | None:
+    """The verdict of a sentence that says what a question asks (its verbs and adjectives,
+    "besieged", "open"; for "Are there …?" the things): "no" where it denies it, "yes" where
+    it says it; None where it does not say it."""
+    asked = question.reading
+    predicate = {
+        STEM(w.lemma)
+        for w in asked.words
+        if w.content and w.pos in ("VERB", "ADJ") and w.i > 0 and w.lemma not in NOW
+    }
+    denied = any(w.dep == "neg" or (w.dep, w.text.lower()) == ("det", "no") for w in reading.words)
+    if not predicate and any(word.dep == "expl" for word in asked.words):
+        return "no" if denied else "yes"  # "Are there swans …?": the sentence about them says
+    said = {STEM(w.lemma) for w in reading.words}
+    if not predicate or not predicate <= with_synonyms(frozenset(said)):
+        return None
+    return "no" if denied else "yes"
+
+
+def _former(reading: Reading) -> bool:
+    """Whether a sentence bounds what it says in time: "until 1962", "formerly", "no longer",
+    "was replaced by"."""
+    lemmas = [w.lemma for w in reading.words]
+    return bool(set(lemmas) & FORMER) or ("no" in lemmas and "long" in lemmas)
+
+
+def polarity(reading: Reading) -> Verdict:
+    """What a yes/no answer says: "no" if it opens with "No" or denies something."""
+    words = [word for word in reading.words if word.text[0].isalnum()]
+    if words and words[0].text.lower() == "no":
+        return "no"
+    return "no" if any(word.dep == "neg" for word in words) else "yes"

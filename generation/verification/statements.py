@@ -1,0 +1,188 @@
+"""Every statement of a source, as a reader takes it: each a candidate answer, sayable as a full
+sentence and citable.
+
+A source says things in many shapes, and a reader takes each of them as a statement about
+something: a pronoun-led sentence ("Its roof was relaid in Welsh slate in 1931.") about what
+its source or an earlier sentence names, a verbless line (a label's "Lent by the Hollin Trust,
+2003.", a timetable's "First departure 06:50, last 22:10", a caption's "Four red kayaks on the
+shore at Bream Cove") or an instruction ("Simmer for 40 minutes with the lid on.") about what
+its source's title names. So each sentence and line becomes a `Statement` that says what it is
+`about` and how it is said as a full sentence: a full sentence as written, its opening pronoun
+replaced by the name it stands for; a caption said of its photo ("The photo shows four red
+kayaks …"); a line read in an image said to be read there; any other line quoted from its
+source (`The source “Beef stew” says: “Simmer for 40 minutes with the lid on.”`), which adds
+no word of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from mmrag.generation.citations import first_sentence
+from mmrag.generation.reading.text import STOPWORDS, Reading, attribute, read, sentences
+from mmrag.generation.reading.words import PERSON_PRONOUNS, THING_PRONOUNS
+from mmrag.generation.types import SourceLike
+
+SHOWN = "The photo shows"
+SIGN_CHARS = 120  # text read in an image up to this long is one answer, longer a line at a time
+
+
+def evidence_text(source: SourceLike) -> str:
+    """All a source says: its title, its caption or snippet, and any text read in its image."""
+    parts = [source.title, source.text, getattr(source, "ocr_text", None) or ""]
+    return ". ".join(part.rstrip(". ") for part in parts if part)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One sentence or line of a source, as a candidate answer."""
+
+    number: int  # the source's, as cited ([n])
+    source: SourceLike
+    text: str  # as found in the source
+    about: str  # what it is about: the name its pronoun stands for, else its source's title
+    where: str  # "text", "ocr" or "title"
+    position: int  # its place among its source's statements
+    said: str  # as a full sentence, to show
+
+    @property
+    def reading(self) -> Reading:
+        return read(self.text)
+
+    @property
+    def context(self) -> str:
+        """All its source says: its title may name what the statement does not."""
+        return evidence_text(self.source)
+
+
+def statements(sources: Sequence[SourceLike], *, first: int = 1) -> list[Statement]:
+    """The statements of the sources, in source order; `first` is the first one's number."""
+    return [
+        statement
+        for number, source in enumerate(sources, first)
+        for statement in _of_source(number, source)
+    ]
+
+
+def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
+    title = re.sub(r"\s*\([^)]*\)$", "", source.title or "")  # "Sea Lark (boat)"
+    if title and f"the {title}".lower() in source.text.lower():  # "the Dunmore Harbor Festival"
+        title = f"The {title}"
+    person = ""  # the person a "he" or "she" stands for: the last one named
+    for position, (text, where) in enumerate(_parts(source)):
+        pronoun = _opening_pronoun(text)
+        about = person if pronoun in PERSON_PRONOUNS and person else title
+        if where == "ocr":  # what the photo it was read in shows
+            about = f"{title}. {source.text}"
+        if pronoun in THING_PRONOUNS and pronoun in PERSON_PRONOUNS and person:
+            about = title  # "they": the thing, unless only a person was named
+        said = full_sentence(_named(text, about, pronoun), source, where, title)
+        if said is not None:
+            yield Statement(number, source, text, about or title, where, position, said)
+        people = [
+            read(text).span_text(start, end)
+            for start, end, label in _entity_spans(read(text))
+            if label == "PERSON"
+        ]
+        person = people[-1] if people else person
+
+
+def _entity_spans(reading: Reading) -> list[tuple[int, int, str]]:
+    return list(reading.entities)
+
+
+def _parts(source: SourceLike) -> list[tuple[str, str]]:
+    """A source's sentences to answer from, each with where it comes from ("text", "ocr",
+    "title"): its caption or snippet says more than its title ("Blue Door of the Harbor
+    Inn"), which comes last. Text read in an image is cut at its lines, where a sign's text
+    breaks: read as one sentence, a page of it with no full stop was "extracted" whole as an
+    80 KB answer."""
+    ocr_text = getattr(source, "ocr_text", None) or ""
+    lines = [line.text for line in getattr(source, "ocr", ())] or [ocr_text]
+    if len(ocr_text) <= SIGN_CHARS:  # a sign's few lines read as one ("NO ENTRY / EXCEPT BUSES")
+        lines = [ocr_text]
+    found = [(source.text, "text"), *((line, "ocr") for line in lines), (source.title, "title")]
+    return [
+        (first_sentence(sentence), where)
+        for part, where in found
+        if part
+        for sentence in sentences(part)
+        if first_sentence(sentence)
+    ]
+
+
+def _opening_pronoun(text: str) -> str:
+    words = read(text).words
+    if not words:
+        return ""
+    first = words[0]
+    lower = first.text.lower()
+    if lower == "her" and first.dep != "poss":
+        return ""
+    return lower if lower in THING_PRONOUNS or lower in PERSON_PRONOUNS else ""
+
+
+def _named(text: str, name: str, pronoun: str) -> str:
+    """A sentence that opens with a pronoun ("It", "Its", "She", "He"), with the name it stands
+    for in its place: out of its source, "Its roof was relaid in Welsh slate" says nothing of
+    the Corn Exchange."""
+    if not pronoun or not name:
+        return text
+    ending = THING_PRONOUNS.get(pronoun, PERSON_PRONOUNS.get(pronoun, ""))
+    end = read(text).words[0].end
+    return f"{name}{ending}{text[end:]}"
+
+
+def full_sentence(
+    sentence: str, source: SourceLike, where: str = "text", title: str = ""
+) -> str | None:
+    """The statement as a full sentence: as written when it is one; a caption's noun phrase
+    said of its photo; a line read in the image said to be read there; any other line quoted
+    from its source. None for nothing to say."""
+    sentence = sentence.strip()
+    if not sentence:
+        return None
+    if where == "ocr":
+        return read_in_image(sentence.rstrip("."))
+    image = source.modality == "image"
+    if read(sentence).finite(past=not image) and not _imperative(read(sentence)):
+        return sentence
+    if image:
+        said, first = lower_article(sentence), read(sentence).words[0]
+        if first.pos == "NOUN" and not first.proper:  # a title's "Pond in Willow Gardens"
+            said = f"the {said}"
+        return f"{SHOWN} {said}"
+    if where == "title":
+        return None  # a text's title alone says nothing
+    named = f" “{title}”" if title else ""
+    return f"The source{named} says: “{sentence.rstrip()}”"
+
+
+def _imperative(reading: Reading) -> bool:
+    """ "Descale every 3 months." — an instruction has a base-form root and no subject."""
+    roots = [word for word in reading.words if word.dep == "ROOT"]
+    return any(
+        root.tag == "VB"
+        and not any(c.dep in ("nsubj", "nsubjpass") for c in reading.children(root.i))
+        for root in roots
+    )
+
+
+def read_in_image(text: str) -> str:
+    """Text read in an image, as a full sentence that says where it was read."""
+    return f'The text in the image reads "{text.strip()}".'
+
+
+def lower_article(sentence: str) -> str:
+    """To follow "Yes, " or "The photo shows": "The sign ..." -> "the sign ...", "Six ducks"
+    -> "six ducks"; names keep their capitals."""
+    words = read(sentence).words
+    if not words:
+        return sentence
+    first = words[0]
+    lower = first.text.lower()
+    plain = lower in STOPWORDS or first.number is not None or attribute(lower)
+    plain = plain or (first.pos in ("NOUN", "ADJ", "DET", "NUM") and not first.proper)
+    return f"{lower}{sentence[first.end :]}" if plain else sentence
