@@ -247,10 +247,22 @@ def _compared(reading: Reading) -> tuple[str, str] | None:
 
 
 def _choices(reading: Reading) -> tuple[frozenset[str], ...]:
-    """The things a choice offers ("…, the Anchor Hotel or the Kingfisher Hotel?"), as the
-    stems of their names, or the attributes it offers ("red or blue"); none for others."""
-    if not any(word.text.lower() == "or" for word in reading.words):
+    """The things a choice offers ("…, the Anchor Hotel or the granary?"), as the stems of
+    their content words: the phrases "or" joins, else the names it lists, else the attributes
+    ("red or blue"); none for other questions."""
+    joins = [word for word in reading.words if word.text.lower() == "or" and word.dep == "cc"]
+    if not joins:
         return ()
+    for join in joins:
+        head = reading.words[join.head]
+        others = [c for c in reading.children(head.i) if c.dep == "conj"]
+        if head.pos in ("NOUN", "PROPN") and others:
+            inner = {w.i for other in others for w in reading.subtree(other.i)} | {join.i}
+            phrases = [[w for w in reading.subtree(head.i) if w.i not in inner]]
+            phrases += [reading.subtree(other.i) for other in others]
+            offered = [frozenset(STEM(w.lemma) for w in p if _offered(w)) for p in phrases]
+            if all(offered) and len(set(offered)) == len(offered):
+                return tuple(offered)
     spans = reading.name_spans()
     named = [{STEM(w.lemma) for w in reading.words[a:b] if w.text[:1].isupper()} for a, b in spans]
     named = [frozenset(name) for name in named if name]
@@ -258,6 +270,12 @@ def _choices(reading: Reading) -> tuple[frozenset[str], ...]:
         return tuple(named)
     offered = [frozenset({w.attribute}) for w in reading.words if w.attribute]
     return tuple(offered) if len(offered) > 1 else ()
+
+
+def _offered(word: Word) -> bool:
+    """A word naming an option: not "older" in "Which is older, the inn or …", which the
+    parser may hang on the first option."""
+    return word.content and word.tag not in ("JJR", "JJS", "RBR", "RBS")
 
 
 def _topic(reading: Reading, wh: Word | None, kind: Kind) -> str:

@@ -54,12 +54,14 @@ PARAPHRASE = 0.92
 
 @dataclass(frozen=True)
 class Gap:
-    """Something a claim says that no source it cites does."""
+    """Something a claim says that no source it cites does, and what kind of word it is: a
+    number or a name no source gives is near-fatal to a claim, a connective is not."""
 
     start: int  # characters of the claim, [start, end)
     end: int
     text: str
     reason: str
+    kind: str = "word"  # number, name, attribute, noun, verb, modifier, degree or relation
 
 
 def _said(sources: Sequence[Reading]) -> tuple[set[str], set[str]]:
@@ -218,11 +220,13 @@ class Grounder:
                 if found.lemma == degree.lemma and found.kind == degree.kind
             ]
             if not bounds:
-                gaps.append(_gap(word, f"no cited source says {degree.kind} '{word.text}'"))
+                gaps.append(
+                    _gap(word, f"no cited source says {degree.kind} '{word.text}'", "degree")
+                )
             elif not any(degree.scope <= bound for bound in bounds):
                 beyond = ", ".join(sorted(degree.scope - min(bounds, key=len)))
                 reason = f"'{word.text}' beyond the scope its source gives: {beyond}"
-                gaps.append(_gap(word, reason))
+                gaps.append(_gap(word, reason, "degree"))
         return gaps
 
 
@@ -249,8 +253,19 @@ def _names_near(reading: Reading, at: int) -> set[str]:
     }
 
 
-def _gap(word: Word, reason: str) -> Gap:
-    return Gap(word.start, word.end, word.text, reason)
+def _gap(word: Word, reason: str, kind: str = "") -> Gap:
+    return Gap(word.start, word.end, word.text, reason, kind or word_kind(word))
+
+
+def word_kind(word: Word) -> str:
+    """The kind of a word, as a gap weighs it."""
+    if word.number is not None:
+        return "number"
+    if word.proper:
+        return "name"
+    if word.attribute:
+        return "attribute"
+    return {"NOUN": "noun", "VERB": "verb"}.get(word.pos, "modifier")
 
 
 # How many content words may stand between two words said of each other in a source's parse:
@@ -296,7 +311,7 @@ def relation_gaps(
     }
     for word in words:  # said, but never as the claim says it: another Carrow, not denied
         if not options[word.i]:
-            return [_gap(word, f"no cited source says '{word.text}' as the claim does")]
+            return [_gap(word, f"no cited source says '{word.text}' as the claim does", "relation")]
     hopeful = {(at, w.i) for found in options.values() for at, w in found}
     order = sorted((w.i for w in words), key=lambda i: len(options[i]))
     steps = 0
@@ -346,7 +361,7 @@ def relation_gaps(
     ]
     pair = (alone or list(edges))[-1]
     word, other = sorted((said.words[i] for i in pair), key=lambda w: -len(said.ancestors(w.i)))
-    return [_gap(word, f"no cited source says '{word.text}' of '{other.text}'")]
+    return [_gap(word, f"no cited source says '{word.text}' of '{other.text}'", "relation")]
 
 
 class Link(NamedTuple):

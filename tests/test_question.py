@@ -1,0 +1,85 @@
+"""The question, read once (issue 38): what it asks, of what, and the type of answer it expects,
+decided by one reading that every stage shares; and every statement of a source, as a reader
+takes it, a candidate answer sayable as a full sentence.
+
+The questions and sentences are written for these tests, in the styles the issue names (labels,
+timetables, recipes, manuals, captions, pronoun-led sentences), not taken from the sample.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mmrag.generation.reading.question import read_question
+from mmrag.generation.verification.statements import statements
+from tests.helpers import Src
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "expects", "measures"),
+    [
+        ("What time does the first bus leave Kellington?", "factoid", {"time"}, ()),
+        ("wat time does the first bus leave kellington??", "factoid", {"time"}, ()),
+        ("When was the granary built?", "factoid", {"date", "time"}, ()),
+        ("How long is the stew simmered?", "measure", {"quantity"}, ("length", "duration")),
+        ("How often should I descale the kettle?", "measure", {"frequency"}, ("frequency",)),
+        ("How much does the Brisa kettle cost?", "measure", {"money"}, ()),
+        ("How many kayaks are on the shore at Bream Cove?", "count", {"count"}, ()),
+        ("Who carved the pulpit of St Ives chapel?", "factoid", {"person", "organisation"}, ()),
+        ("Where is the Hollin Bowl shown?", "factoid", {"place"}, ()),
+        ("What is the roof of the Corn Exchange made of?", "factoid", {"material"}, ()),
+        ("What colour is the ferry's funnel?", "factoid", {"colour"}, ()),
+        ("Why was the regatta cancelled?", "factoid", {"reason"}, ()),
+        ("In which town was the ferry built?", "factoid", {"place"}, ()),
+        ("Is the granary still the largest building in Pellham?", "yes_no", set(), ()),
+        ("Should I rinse the filter after descaling?", "yes_no", set(), ()),
+        ("Can you tell me about the Corn Exchange?", "open", set(), ()),
+        ("Describe the Hollin Bowl.", "open", set(), ()),
+        ("Which is older, the Corn Exchange or the granary?", "choice", set(), ()),
+    ],
+)
+def test_a_question_is_read_once_into_what_it_asks(text, kind, expects, measures):
+    question = read_question(text)
+    assert question.kind == kind
+    assert set(question.expects) == expects
+    assert question.measures == measures
+    assert read_question(text) is question  # read once, then shared
+
+
+def test_a_question_names_its_topic_relation_and_what_it_compares():
+    pulpit = read_question("Who carved the pulpit of St Ives chapel?")
+    assert pulpit.topic == "the pulpit of St Ives chapel"
+    assert pulpit.relation == {"carv"}
+    kayaks = read_question("How many kayaks are on the shore at Bream Cove?")
+    assert kayaks.kinds == {"kayak"}
+    ducks = read_question("Are there more than three ducks on the mill pond?")
+    assert ducks.compared == ("more", "3")
+    granary = read_question("Is the granary still the largest building in Pellham?")
+    assert granary.now and not read_question("Was the granary ever the largest?").now
+    choice = read_question("Which is older, the Corn Exchange or the granary at Pellham?")
+    assert len(choice.choices) == 2
+
+
+def test_every_statement_of_a_source_is_a_full_sentence_about_its_thing():
+    exchange = Src(
+        "exchange",
+        "text",
+        "Corn Exchange",
+        "The Corn Exchange was built in 1862 by Amos Reed. Its roof was relaid in Welsh slate "
+        "in 1931. He also designed the granary.",
+    )
+    label = Src("bowl", "text", "Hollin Bowl", "Oak, carved. Lent by the Hollin Trust, 2003.")
+    recipe = Src("stew", "text", "Slow beef stew", "Simmer for 40 minutes with the lid on.")
+    kayaks = Src("kayaks", "image", "Bream Cove", "Four red kayaks on the shore at Bream Cove")
+    said = {(s.source.id, s.text): s for s in statements([exchange, label, recipe, kayaks])}
+    roof = said[("exchange", "Its roof was relaid in Welsh slate in 1931.")]
+    assert roof.said == "The Corn Exchange’s roof was relaid in Welsh slate in 1931."
+    designer = said[("exchange", "He also designed the granary.")]
+    assert designer.about == "Amos Reed"  # "he" is the person the source named before
+    assert designer.said == "Amos Reed also designed the granary."
+    lent = said[("bowl", "Lent by the Hollin Trust, 2003.")]
+    assert lent.said == "The source “Hollin Bowl” says: “Lent by the Hollin Trust, 2003.”"
+    simmer = said[("stew", "Simmer for 40 minutes with the lid on.")]
+    assert simmer.said.startswith("The source “Slow beef stew” says: “Simmer")
+    caption = said[("kayaks", "Four red kayaks on the shore at Bream Cove")]
+    assert caption.said == "The photo shows four red kayaks on the shore at Bream Cove"
