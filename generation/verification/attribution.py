@@ -35,13 +35,13 @@ from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple, Protocol
 
 from mmrag.generation.citations import cite_sentence, strip_markers
-from mmrag.generation.reading.question import Question, as_question, with_synonyms
-from mmrag.generation.reading.text import Reading, read, sentence_spans
+from mmrag.generation.reading.question import Question, as_question
+from mmrag.generation.reading.text import Reading, read
 from mmrag.generation.types import Answer, Citation, Cut, JudgedBy, SourceLike
 from mmrag.generation.verification.grounding import Gap
 from mmrag.generation.verification.selection import choose, gives_what_is_asked, picks_one, states
 from mmrag.generation.verification.statements import evidence_text
-from mmrag.generation.verification.verifier import SUPPORTED, Verifier
+from mmrag.generation.verification.verifier import SUPPORTED, Verifier, support_span
 
 DECLINE = "The indexed sources do not answer this question."
 UNANSWERED = frozenset({"declined", "unsupported"})  # attributions of an answer no source backs
@@ -168,12 +168,10 @@ class Attributor:
         return replace(self.unanswered(answer, abstain=abstain), cut=replaced if abstain else [])
 
     def _gaps(self, question: Question, claim: str, sources: Sequence[SourceLike]) -> list[Gap]:
-        """What the claim says that none of the sources does, read together; [] for a
-        verifier that does not ground words (an NLI model)."""
-        grounder = getattr(self.verifier, "grounder", None)
-        if grounder is None:
-            return []
-        return grounder.gaps(claim, [evidence_text(s) for s in sources], question.text)
+        """What the claim says that none of the sources does, read together, as the verifier
+        found it; none from a verifier that does not ground words (an NLI model)."""
+        evidence = [evidence_text(s) for s in sources]
+        return list(self.verifier.verdict(question, claim, evidence).ungrounded)
 
     def _joint(
         self, question: Question, claim: str, sources: Sequence[SourceLike], markers: Sequence[int]
@@ -237,20 +235,6 @@ class Attributor:
             for source in cited
         )
         return CitationScores(1.0, needed / len(cited))
-
-
-def support_span(claim: str, text: str) -> tuple[int, int] | None:
-    """The sentence of a source's text that holds most of the claim's facts (numbers, names,
-    attributes), then of its words; the first of equals. None when it shares no word."""
-    said = read(claim).terms
-    key, words = with_synonyms(said.key), with_synonyms(said.words)
-    best, found = (0, 0), None
-    for start, end in sentence_spans(text):
-        held = with_synonyms(read(text[start:end]).terms.words)
-        shared = (len(key & held), len(words & held))
-        if shared > best:
-            best, found = shared, (start, end)
-    return found
 
 
 @dataclass(frozen=True)

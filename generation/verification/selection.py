@@ -71,12 +71,15 @@ _MARKERS = {"reason": REASONS, "frequency": FREQUENCY}
 
 @dataclass(frozen=True)
 class Model:
+    """A fitted logistic model: its weights (the first the bias) and its threshold."""
+
     weights: tuple[float, ...]
     threshold: float
+    log_scaled: bool = True  # features enter as log(FLOOR + value)
 
     def probability(self, values: Sequence[float]) -> float:
-        logs = [1.0, *(math.log(FLOOR + value) for value in values[1:])]
-        z = sum(w * x for w, x in zip(self.weights, logs, strict=True))
+        scaled = [math.log(FLOOR + v) for v in values[1:]] if self.log_scaled else values[1:]
+        z = sum(w * x for w, x in zip(self.weights, [1.0, *scaled], strict=True))
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
@@ -246,7 +249,9 @@ def _number_fits(word: Word, reading: Reading, question: Question, expects: set[
         after = reading.words[word.i + 1].lemma if word.i + 1 < len(reading.words) else ""
         return before in CURRENCY or after in CURRENCY
     if expects & {"date", "time"}:
-        clock = ":" in word.number
+        after = reading.words[word.i + 1].text.lower() if word.i + 1 < len(reading.words) else ""
+        hour = word.number.isdigit() and int(word.number) <= 24 and before in ("at", "from")
+        clock = ":" in word.number or hour or after in ("am", "pm", "a.m.", "p.m.", "o'clock")
         year = word.number.isdigit() and 1000 <= int(word.number) <= 2100
         return clock if expects == {"time"} else clock or year
     return "count" in expects and dimension is None and before not in CURRENCY

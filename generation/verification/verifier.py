@@ -1,29 +1,74 @@
-"""Does a source support a claim? A score in [0, 1] from a `Verifier`.
+"""Does a source support a claim? A `Verdict`: a probability, with its reasons.
 
 `LexicalVerifier`, the offline default, reads the claim, the question and the evidence once
-each (`reading`) and asks two things: is every word of the claim said by the evidence or the
-question (`grounding`: the same lemma, number or spelling, or a paraphrase at the phrase level;
-superlatives within their scope), and are the facts the question asks for the ones the
-evidence gives (numbers, names, colours, yes or no, of the thing asked about). `NLIVerifier`
-runs an NLI or cross-encoder model by name or path instead.
+each and weighs two kinds of evidence apart:
+
+- a hard contradiction refuses a claim outright: a yes/no answer the evidence's verdict
+  contradicts, a colour the evidence gives the asked thing otherwise, a fact taken from a
+  source about another thing, a relation said of another thing or a superlative beyond its
+  scope (`grounding`), a fact the evidence bounds in time ("until 1962") stated as holding
+  now, a hedged one ("is believed to") stated as certain;
+- an ungrounded word weighs by what it is (`grounding.Gap.kind`): a number or a name no source
+  gives is near-fatal, a connective or an evaluative word is not, a noun or a verb between.
+
+The probability is a logistic model over these and the phrase similarity of claim and
+evidence (`FEATURES`), fitted on labelled real claims (AttributionBench's development split)
+and claims written in the embedded model's style (`bench/fit_verifier.py`, weights.json). A
+claim of several clauses is judged clause by clause; the claim is as supported as its weakest
+clause, and the verdict names each. `NLIVerifier` runs an NLI or cross-encoder model by name
+or path instead.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Protocol
 
+import numpy as np
 from pydantic import AfterValidator
 
 from mmrag.generation.errors import GenerationError
 from mmrag.generation.reading.question import Question, as_question, with_synonyms
-from mmrag.generation.reading.text import Terms, read, titled_sentences
+from mmrag.generation.reading.text import STEM, Reading, Terms, read, titled_sentences
+from mmrag.generation.reading.words import FORMER, HEDGES
 from mmrag.generation.verification.attributes import BOUND_KINDS, attributes_of_subject, head_noun
-from mmrag.generation.verification.grounding import Embed, Grounder
-from mmrag.generation.verification.selection import Verdict, _given, polarity, verdict
+from mmrag.generation.verification.grounding import Embed, Gap, Grounder
+from mmrag.generation.verification.selection import Model, _given, fitted, polarity, verdict
 
 SUPPORTED = 0.5  # a verifier's score from which a source supports a claim
+FEATURES = (
+    "bias",
+    "grounded",  # share of the claim's content words its evidence says (paraphrases too)
+    "lexical",  # share said in the same words
+    "similarity",  # MiniLM cosine of the claim and its nearest evidence sentence
+    *("numbers", "names", "attributes", "nouns", "verbs", "modifiers"),  # ungrounded, by kind
+    "length",  # log of the claim's content words
+    "strict",  # every word grounded: the rule that judged alone before
+)
+GAP_KINDS = ("number", "name", "attribute", "noun", "verb", "modifier")
+MAX_EVIDENCE_SENTENCES = 12  # of a long evidence text, the sentences nearest the claim
+LONG_EVIDENCE = 2_000  # characters from which evidence is narrowed to those sentences
+_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a verifier found of a claim (or one clause of it) against its evidence."""
+
+    claim: str
+    score: float  # P(supported), calibrated on labelled claims
+    contradictions: tuple[str, ...] = ()  # what the evidence says otherwise: refuses outright
+    ungrounded: tuple[Gap, ...] = ()  # the words no evidence says
+    clauses: tuple[Verdict, ...] = ()  # a claim of several clauses, each judged
+
+    @property
+    def supported(self) -> bool:
+        return self.score >= SUPPORTED and not self.contradictions
 
 
 class Verifier(Protocol):
@@ -32,60 +77,194 @@ class Verifier(Protocol):
     # judge that sees the image decides for an image source.
     certain: float
 
+    def verdict(self, question: Question | str, claim: str, evidence: Sequence[str]) -> Verdict:
+        """The claim judged against the evidence (texts read together)."""
+        ...
+
     def support(self, question: Question | str, claim: str, evidence: Sequence[str]) -> float:
-        """How surely the evidence (texts read together) supports the claim, in [0, 1]."""
+        """How surely the evidence supports the claim, in [0, 1]: the verdict's score, 0
+        where it is contradicted."""
         ...
 
 
 class LexicalVerifier:
-    """The offline default: what the claim says must be what the evidence says.
-
-    Every word of the claim must be grounded in the evidence or the question (`Grounder`), and
-    every number, name, colour, shape and material of it in the evidence (a snippet that never
-    names the 1998 World Cup supports no claim about it). Each fact the claim adds must stand
-    in an evidence sentence about what the question asks of, so a source with the right number
-    about the wrong thing ("12", a house number in Dunmore, for the height of Dunmore's
-    lighthouse) supports nothing. A typed question's relation ("Who built …") must be said; a
-    yes/no answer must agree with the source's `verdict`, and where they give none it is
-    supported as a grounded "no" or a "yes" whose every word they hold, unless it asks a
-    colour or a count; a colour must be the one the evidence gives the thing asked about.
-    `embed` (MiniLM) lets paraphrases ground a claim.
-    """
+    """The offline default (module docstring); `embed` (MiniLM) lets paraphrases ground a
+    claim and measures its similarity to the evidence."""
 
     name = "lexical"
-    certain = 1.0  # its scores are 0 or 1
+    certain = 0.9  # from here the text settles it; below, a judge that sees an image may
 
     def __init__(self, embed: Embed | None = None) -> None:
         self.grounder = Grounder(embed)
+        self.embed = embed
+        found = fitted("verifier")
+        assert tuple(found["features"]) == FEATURES, "weights.json was fitted on other features"
+        self.model = Model(tuple(found["weights"]), found["threshold"], log_scaled=False)
 
     def support(self, question: Question | str, claim: str, evidence: Sequence[str]) -> float:
-        return float(self.supports(question, claim, evidence))
+        judged = self.verdict(question, claim, evidence)
+        return 0.0 if judged.contradictions else judged.score
 
-    def supports(self, question: Question | str, claim: str, evidence: Sequence[str]) -> bool:
+    def verdict(self, question: Question | str, claim: str, evidence: Sequence[str]) -> Verdict:
         question = as_question(question)
-        text = " ".join(evidence)
-        found = with_synonyms(read(text).terms.words)
-        asked, said = question.terms, read(claim).terms
-        if said.key - found:  # a fact the evidence lacks
-            return False
-        if not said.words and not (asked.words and asked.words <= found):
-            return False  # "Yes, it has.": the evidence must hold what was asked
-        if len(evidence) > 1 and not _facts_belong(said, asked, evidence):
-            return False
-        yes_no = question.kind == "yes_no"
-        if yes_no:  # the source's verdict, where it gives one, stands
-            found_verdict = source_verdict(question, evidence)
-            claimed = polarity(read(claim))
-            if found_verdict != claimed and (found_verdict or asked.attributes | asked.numbers):
-                return False
-        kind = question.attribute
-        if kind:  # the colour it gives the thing asked about, not another part's
-            claimed_kind = _claimed_of_subject(question, claim, kind)
-            if claimed_kind - asked.attributes - _given_to_subject(question, evidence, kind):
-                return False
+        evidence = [nearest(claim, text) for text in evidence]
+        parts = clauses(claim)
+        if len(parts) == 1:
+            return self._judged(question, claim, evidence)
+        judged = [self._judged(question, part, evidence) for part in parts]
+        whole = self._judged(question, claim, evidence)
+        return replace(
+            whole,
+            score=min(v.score for v in judged),
+            contradictions=tuple(
+                dict.fromkeys(c for v in (whole, *judged) for c in v.contradictions)
+            ),
+            clauses=tuple(judged),
+        )
+
+    def _judged(self, question: Question, claim: str, evidence: Sequence[str]) -> Verdict:
+        said = read(claim)
+        yes = question.kind == "yes_no" and polarity(said) == "yes"
         # A "yes" restates the question: its words must be the evidence's, not the question's.
-        context = "" if yes_no and polarity(read(claim)) == "yes" else question.text
-        return not self.grounder.gaps(claim, evidence, context, question.relation)
+        context = "" if yes else question.text
+        gaps = self.grounder.gaps(claim, evidence, context, question.relation)
+        hard = [gap for gap in gaps if gap.kind in ("relation", "degree")]
+        reasons = contradictions(question, claim, evidence) + [gap.reason for gap in hard]
+        values = self.features(said, evidence, [gap for gap in gaps if gap not in hard])
+        return Verdict(claim, self.model.probability(values), tuple(reasons), tuple(gaps))
+
+    def features(self, said: Reading, evidence: Sequence[str], gaps: Sequence[Gap]) -> list[float]:
+        """The claim's `FEATURES` against its evidence, given what grounding found unsaid."""
+        content = [word for word in said.words if word.content]
+        count = max(1, len(content))
+        counts = [min(3, sum(gap.kind == kind for gap in gaps)) for kind in GAP_KINDS]
+        held: set[str] = set()
+        for reading in (read(text) for text in evidence):
+            held |= {w.lemma for w in reading.words} | {STEM(w.lemma) for w in reading.words}
+        lexical = sum(w.lemma in held or STEM(w.lemma) in held for w in content) / count
+        return [
+            1.0,
+            1.0 - sum(counts) / count,
+            lexical,
+            self._similarity(said.text, evidence) if self.embed is not None else lexical,
+            *counts,
+            math.log(count),
+            float(not gaps),
+        ]
+
+    def _similarity(self, claim: str, evidence: Sequence[str]) -> float:
+        assert self.embed is not None
+        sentences = [s for text in evidence for s in read(text).sentence_texts()]
+        vectors = np.asarray(self.embed([claim, *sentences[:40]]), dtype=np.float32)
+        return float(np.max(vectors[1:] @ vectors[0])) if sentences else 0.0
+
+
+def nearest(claim: str, text: str) -> str:
+    """A long evidence text narrowed to the sentences that share most words with the claim
+    (in their order): a web page of 100 KB is read in the part that speaks to the claim."""
+    if len(text) <= LONG_EVIDENCE:
+        return text
+    wanted = {STEM(word) for word in re.findall(r"\w+", claim.lower())}
+    sentences = [s for s in _SPLIT.split(text) if s.strip()]
+    shared = [
+        (len(wanted & {STEM(w) for w in re.findall(r"\w+", s.lower())}), -at)
+        for at, s in enumerate(sentences)
+    ]
+    kept = sorted(sorted(shared, reverse=True)[:MAX_EVIDENCE_SENTENCES], key=lambda k: -k[1])
+    return " ".join(sentences[-at] for _, at in kept)
+
+
+def clauses(claim: str) -> list[str]:
+    """A claim's clauses, as its parse gives them: its sentences, and in each the clauses
+    joined by "and", "but", "while", ";" that have a verb of their own ("The bridge was built
+    in 1783 and carries the coach road"); a one-clause claim is itself."""
+    reading = read(claim)
+    found = []
+    for start, end in reading.sentences:
+        words = [w for w in reading.words if start <= w.start and w.end <= end]
+        heads = [
+            w
+            for w in words
+            if w.pos in ("VERB", "AUX")
+            and (w.dep == "ROOT" or (w.dep == "conj" and reading.words[w.head].dep == "ROOT"))
+        ]
+        if len(heads) < 2:
+            found.append(claim[start:end])
+            continue
+        cuts = sorted(w.i for w in heads[1:])
+        bounds = [words[0].i, *cuts, words[-1].i + 1]
+        for a, b in itertools.pairwise(bounds):
+            piece = reading.span_text(a, b).strip(" ,;")
+            piece = re.sub(r"^(?:and|but|while|or)\s+", "", piece)
+            if read(piece).terms.words:
+                found.append(piece)
+    return found or [claim]
+
+
+def contradictions(question: Question, claim: str, evidence: Sequence[str]) -> list[str]:
+    """What the evidence says otherwise, as reasons: each refuses the claim outright."""
+    text = " ".join(evidence)
+    found = with_synonyms(read(text).terms.words)
+    asked, said = question.terms, read(claim).terms
+    reasons = []
+    if not said.words and not (asked.words and asked.words <= found):
+        reasons.append("no cited source holds what was asked")  # "Yes, it has."
+    if len(evidence) > 1 and not _facts_belong(said, asked, evidence):
+        reasons.append("its facts come from sources about different things")
+    if question.kind == "yes_no":  # the source's verdict, where it gives one, stands
+        found_verdict = source_verdict(question, evidence)
+        claimed = polarity(read(claim))
+        if found_verdict != claimed and (found_verdict or asked.attributes | asked.numbers):
+            reasons.append(f"the sources say {found_verdict or 'neither yes nor no'}")
+    kind = question.attribute
+    if kind:  # the colour it gives the thing asked about, not another part's
+        claimed_kind = _claimed_of_subject(question, claim, kind)
+        if claimed_kind - asked.attributes - _given_to_subject(question, evidence, kind):
+            reasons.append(f"the sources give the {kind} of another thing")
+    reasons += _bounded(claim, text)
+    return reasons
+
+
+def _bounded(claim: str, text: str) -> list[str]:
+    """A fact its source says with doubt ("is believed to"), stated as certain; one it bounds
+    in time ("was the largest until 1962", "no longer"), stated as holding now."""
+    span = support_span(claim, text)
+    if span is None:
+        return []
+    source, said = read(text[span[0] : span[1]]), read(claim)
+    reasons = []
+    if _hedged(source) and not _hedged(said):
+        reasons.append("its source says it with doubt")
+    now = any(w.dep == "ROOT" and w.tag in ("VBZ", "VBP") for w in said.words)
+    if now and _former(source) and not _former(said):
+        reasons.append("its source says it no longer holds")
+    return reasons
+
+
+def _hedged(reading: Reading) -> bool:
+    return any(
+        w.lemma in HEDGES and (w.lemma not in ("may", "might") or w.tag == "MD")
+        for w in reading.words
+    )
+
+
+def _former(reading: Reading) -> bool:
+    lemmas = [w.lemma for w in reading.words]
+    return bool(set(lemmas) & FORMER) or ("no" in lemmas and "long" in lemmas)
+
+
+def support_span(claim: str, text: str) -> tuple[int, int] | None:
+    """The sentence of a source's text that holds most of the claim's facts (numbers, names,
+    attributes), then of its words; the first of equals. None when it shares no word."""
+    said = read(claim).terms
+    key, words = with_synonyms(said.key), with_synonyms(said.words)
+    best, found = (0, 0), None
+    for start, end in read(text).sentences:
+        held = with_synonyms(read(text[start:end]).terms.words)
+        shared = (len(key & held), len(words & held))
+        if shared > best:
+            best, found = shared, (start, end)
+    return found
 
 
 def _claimed_of_subject(question: Question, claim: str, kind: str) -> frozenset[str]:
@@ -121,7 +300,7 @@ def _given_to_subject(question: Question, evidence: Sequence[str], kind: str) ->
     return given
 
 
-def source_verdict(question: Question, evidence: Sequence[str]) -> Verdict | None:
+def source_verdict(question: Question, evidence: Sequence[str]):
     """The first verdict an evidence sentence gives on a yes/no question, in evidence order,
     each sentence read with its source's title."""
     verdicts = (
@@ -177,6 +356,9 @@ class NLIVerifier:
         self.entailment = entail[0] if entail else None
         self.name = f"nli:{name_or_path}"
         self.certain = SUPPORTED  # its score is a probability of entailment
+
+    def verdict(self, question: Question | str, claim: str, evidence: Sequence[str]) -> Verdict:
+        return Verdict(claim, self.support(question, claim, evidence))
 
     def support(self, question: Question | str, claim: str, evidence: Sequence[str]) -> float:
         torch = self.torch
