@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
-import json
 import re
 import statistics
 import sys
@@ -48,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.report import machine, write_report  # noqa: E402
+from bench.verifier_accuracy import load_pairs  # noqa: E402
 
 DEV = REPO.parent / "shared" / "data" / "attributionbench" / "dev.jsonl"
 HELD_OUT = REPO / "bench" / "data" / "verifier_heldout.jsonl"
@@ -67,16 +67,12 @@ class TextVerifier(Protocol):
     def support(self, question: str, claim: str, evidence: list[str]) -> float: ...
 
 
-def load_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def _dev_rows(path: Path) -> list[dict]:
     """The split's rows, each with `supported` (bool) read from its `attribution_label`."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: AttributionBench's dev split is not there")
     rows = []
-    for line, row in enumerate(load_jsonl(path), 1):
+    for line, row in enumerate(load_pairs(path), 1):
         label = row.get("attribution_label")
         if label not in LABELS:
             raise ValueError(f"{path}:{line}: unknown attribution_label {label!r}")
@@ -202,7 +198,7 @@ def score_dev(verifier: TextVerifier, threshold: float, path: Path) -> dict:
 
 
 def score_pairs(verifier: TextVerifier, threshold: float, path: Path) -> dict:
-    pairs = load_jsonl(path)
+    pairs = load_pairs(path)
     judged = judge(verifier, [(p["question"], p["claim"], [p["evidence"]]) for p in pairs])
     return {"path": str(path.relative_to(REPO)), **scored(pairs, judged, threshold, "kind")}
 

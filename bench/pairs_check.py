@@ -15,7 +15,6 @@ the texts compared. Exits 1 naming each problem.
 from __future__ import annotations
 
 import calendar
-import json
 import re
 import sys
 from collections import Counter
@@ -23,6 +22,10 @@ from itertools import combinations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.verifier_accuracy import load_pairs  # noqa: E402
+
 DATA = REPO / "bench" / "data"
 FIT = DATA / "invented_fit.jsonl"
 TEST = DATA / "invented_test.jsonl"
@@ -44,10 +47,6 @@ TITLE_WORDS = {"Dr", "Little", "Meadow", "Mount", "Point", "Saint", "St"}
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 CAPITALISED = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z'-]+\b")
 LOWER = re.compile(r"\b[a-z][a-z'-]*\b")
-
-
-def load(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def texts(pairs: list[dict]) -> list[str]:
@@ -106,8 +105,8 @@ def overlap_problems(sets: dict[str, list[dict]], others: dict[str, list[str]]) 
 
 
 def main() -> None:
-    sets = {path.stem: load(path) for path in (FIT, TEST)}
-    others = {name: texts(load(path)) for name, path in EARLIER.items()}
+    sets = {path.stem: load_pairs(path) for path in (FIT, TEST)}
+    others = {name: texts(load_pairs(path)) for name, path in EARLIER.items()}
     others["data/sample"] = [SAMPLE.read_text()]
     problems = [p for name, pairs in sets.items() for p in form_problems(name, pairs)]
     problems += overlap_problems(sets, others)
