@@ -15,8 +15,8 @@ builds one), its photos drawn as small PNGs beside it; every question is asked o
 with the answering code:
 
 - right: an answerable question answered (not declined), citing a source that holds its facts,
-  and stating every fact (words and numbers compared normalised: "06:50" is "6:50", "twelve"
-  is "12", "1,900" is "1900"); a yes/no answer that opens with "yes" or "no" opens with the
+  and stating every fact (words by their Snowball stem, numbers normalised: "06:50" is "6:50",
+  "twelve" is "12", "1,900" is "1900"); a yes/no answer that opens with "yes" or "no" opens with the
   expected one;
 - declined: an unanswerable question answered with the decline;
 - invented: a cited answer with a content word no cited source holds (`bench.grounding`'s rule);
@@ -31,12 +31,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,9 +69,16 @@ NUMBER_WORDS = {word: value for value, word in enumerate(UNITS + TEENS + ["ninet
 TOKEN = re.compile(r"\d+(?:[.:]\d+)*|[a-z]+(?:'[a-z]+)?|[£$€%°&]")
 
 
+@cache
+def _stem() -> Callable[[str], str]:
+    import Stemmer  # PyStemmer: the Snowball stemmer bm25s uses
+
+    return Stemmer.Stemmer("english").stemWord
+
+
 def tokens(text: str) -> list[str]:
-    """Lower-case words and numbers, a number however it is written: "thirty-one" and "31",
-    "06:50" and "6:50", "1,900" and "1900" give the same token."""
+    """Word stems and numbers, a number however it is written: "thirty-one" and "31",
+    "06:50" and "6:50", "1,900" and "1900" give the same token, and so do "fry" and "fried"."""
     text = text.lower().replace("\u2019", "'").replace("\u2013", "-").replace("\u2014", "-")
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
     out: list[str] = []
@@ -79,8 +89,12 @@ def tokens(text: str) -> list[str]:
             out[-1] = str(int(out[-1]) + value)
             tens = False
             continue
-        # "06:50" is "6:50"
-        word = str(value) if value is not None else re.sub(r"^0+(?=\d)", "", word)
+        if value is not None:
+            word = str(value)
+        elif word[0].isdigit():
+            word = re.sub(r"^0+(?=\d)", "", word)  # "06:50" is "6:50"
+        else:
+            word = _stem()(word)
         tens = value is not None and value >= 20
         out.append(word)
     return out
@@ -283,11 +297,12 @@ def run_half(half: str, work: Path) -> tuple[dict, list[dict]]:
     built = time.perf_counter() - started
     pipeline = build_pipeline(Settings.load(None, index=index))
     rows, seconds = [], {}
-    for item in questions:
+    for number, item in enumerate(questions, 1):
         began = time.perf_counter()
         result = pipeline.answer(item["question"], timeout_s=120)
         seconds[item["id"]] = time.perf_counter() - began
         rows.append(judged(item, result) | {"half": half})
+        print(f"{half} {number}/{len(questions)} {item['id']}", file=sys.stderr, flush=True)
     counts = {
         "sources": len(sources),
         "sources_by_style": {s: sum(src["style"] == s for src in sources) for s in STYLES},
@@ -320,7 +335,7 @@ def main() -> None:
     write_report(
         {
             "command": " ".join(sys.argv),
-            "machine": machine_at_start,
+            "machine": machine_at_start | {"load_average_1m_at_end": round(os.getloadavg()[0], 2)},
             "halves": results,
             "misses": misses,
             "answers": every_row,
