@@ -78,6 +78,7 @@ def judge(item: dict, result) -> dict:
         "attribution": answer.attribution,
         "cut": [cut.text for cut in answer.cut],
         "cited": bool(cited),
+        "cited_ids": [source.id for source in cited],
         "declined": answer.abstained,
         "invented": invented,
         "cites_a_source_of_its_facts": bool({s.id for s in cited} & set(item["sources"])),
