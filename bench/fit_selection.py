@@ -6,17 +6,18 @@ Every question of the development sets is asked of its index as the pipeline ask
 retrieved sources, the selected ones and the runners-up, are the pool, and every statement of
 the pool is a candidate with its `features`. A candidate is right when its source is one of
 the question's gold sources and it states every gold fact (a yes/no question's: gives the gold
-verdict; a choice's: names the gold option). A logistic model over the features (log-scaled,
-as `selection.Model` reads them) is fitted on every candidate; its regularisation is chosen by
-the question-level accuracy of five folds split by question, and the threshold under which a
-question is declined by that accuracy on the whole development set: right when the best
-candidate is right and clears it, or when an unanswerable question's best does not.
+verdict; a choice's: names the gold option). The model is a conditional logit over the
+features (log-scaled, as `selection.Model` reads them), fitted on each question's choice among
+its candidates and declining, so a question is declined where no candidate scores above
+declining; its regularisation is chosen by the question-level accuracy of five folds split by
+question. `--candidates FILE` keeps the candidates' features, for refitting without asking.
 
 Development sets (never the held-out ones):
 - the sample corpus: `bench/data/grounding_questions.json` (open questions written for it),
   WebQA_sample.json's questions (its gold sources, the facts of its answers), and
   `data/sample/unanswerable.json`;
-- `bench/data/styles/`: the development half of the corpus written in other styles.
+- `bench/data/styles/`: the development half of the corpus written in other styles, indexed
+  alone as `bench/styles.py` indexes it.
 The weights are written to `generation/verification/weights.json`.
 """
 
@@ -36,6 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.report import machine, write_report  # noqa: E402
+from bench.styles import build_index, load, states  # noqa: E402
 from mmrag.core.components import build_pipeline  # noqa: E402
 from mmrag.core.pipeline import Timings, runners_up  # noqa: E402
 from mmrag.core.settings import Settings  # noqa: E402
@@ -81,21 +83,21 @@ def sample_questions() -> list[Asked]:
     return asked
 
 
-def styles_questions(half: str) -> list[Asked]:
-    data = REPO / "bench" / "data" / "styles" / "questions.json"
-    if not data.exists():
-        return []
-    items = json.loads(data.read_text())["questions"]
+def styles_questions() -> list[Asked]:
+    """The development half of the corpus written in other styles (never the held-out one)."""
+    from bench.styles import load
+
+    _, items = load("dev")
     return [
         Asked(
             i["question"],
             frozenset(i["sources"]),
             tuple(i["facts"]),
-            any_fact=i.get("kind") == "open",
+            answer=i.get("verdict") or "",
+            any_fact=i["kind"] == "open",
             corpus="styles",
         )
         for i in items
-        if i["half"] == half
     ]
 
 
@@ -110,8 +112,7 @@ def right(asked: Asked, question: Question, statement: Statement) -> bool:
     if question.kind == "choice" and asked.answer:
         named = read(asked.answer).terms.words
         return any(option <= named for option in question.choices)
-    said = read(statement.said).terms.words | read(statement.about).terms.words
-    stated = [read(fact).terms.words <= said for fact in asked.facts]
+    stated = [states(fact, f"{statement.about} {statement.said}") for fact in asked.facts]
     return any(stated) if asked.any_fact else all(stated)
 
 
@@ -134,6 +135,34 @@ def candidates(
     return question, rows
 
 
+def asked_questions(sample_index: Path, styles_work: Path | None) -> list[dict]:
+    """Every development question asked of its index, with its candidates' features."""
+    data = []
+    pipeline = build_pipeline(Settings.load(None, index=sample_index))
+    asked = [(pipeline, a) for a in sample_questions()]
+    work = styles_work or Path(tempfile.mkdtemp())
+    index = work / "dev" / "index"
+    if not (index / "manifest.json").exists():
+        build_index(load("dev")[0], work / "dev")
+    styles = build_pipeline(Settings.load(None, index=index))
+    asked += [(styles, a) for a in styles_questions()]
+    for pipe, one in asked:
+        question, rows = candidates(pipe, one)
+        data.append(
+            {
+                "question": one.question,
+                "kind": question.kind,
+                "corpus": one.corpus,
+                "facts": list(one.facts),
+                "rows": [
+                    {"values": values, "right": right, "said": statement.said}
+                    for statement, values, right in rows
+                ],
+            }
+        )
+    return data
+
+
 def logs(values: list[float]) -> list[float]:
     return [math.log(selection.FLOOR + value) for value in values[1:]]
 
@@ -152,49 +181,71 @@ def question_accuracy(groups, weights: np.ndarray, bias: float, threshold: float
     return hits / len(groups)
 
 
-def fit(groups, c: float):
-    from sklearn.linear_model import LogisticRegression
+def fit(groups, c: float) -> tuple[np.ndarray, float]:
+    """Weights and bias of a conditional logit over each question's candidates and declining:
+    P(candidate) = exp(z) / (1 + sum exp(z_j)), z = bias + weights . x, declining scoring 0.
+    The likelihood is of the right choice: any right candidate, else declining. `c` is the
+    inverse strength of an L2 penalty, as scikit-learn's C."""
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp
 
-    x = np.array([row for _, rows in groups for row, _ in rows])
-    y = np.array([label for _, rows in groups for _, label in rows])
-    model = LogisticRegression(C=c, max_iter=2000)
-    model.fit(x, y)
-    return model.coef_[0], float(model.intercept_[0])
+    width = len(groups[0][1][0][0]) if groups[0][1] else len(selection.FEATURES) - 1
+    prepared = [
+        (np.array([x for x, _ in rows]).reshape(-1, width), np.array([y for _, y in rows], bool))
+        for _, rows in groups
+    ]
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        bias, weights = theta[0], theta[1:]
+        total, grad = 0.0, np.zeros_like(theta)
+        for x, y in prepared:
+            z = np.concatenate([[0.0], bias + x @ weights])  # declining first
+            norm = logsumexp(z)
+            p = np.exp(z - norm)
+            wanted = np.concatenate([[not y.any()], y])
+            total -= logsumexp(z[wanted]) - norm
+            q = np.where(wanted, np.exp(z - logsumexp(z[wanted])), 0.0)
+            diff = (p - q)[1:]  # d(-log L)/dz for the candidates
+            grad[0] += diff.sum()
+            grad[1:] += x.T @ diff
+        penalty = 0.5 / c * float(weights @ weights)
+        grad[1:] += weights / c
+        return total + penalty, grad
+
+    found = minimize(loss, np.zeros(width + 1), jac=True, method="L-BFGS-B")
+    return found.x[1:], float(found.x[0])
 
 
 def best_threshold(groups, weights, bias) -> tuple[float, float]:
-    grid = [t / 100 for t in range(5, 96)]
-    scored = [(question_accuracy(groups, weights, bias, t), -abs(t - 0.5), t) for t in grid]
-    accuracy, _, threshold = max(scored)
-    return threshold, accuracy
+    """The decline threshold the conditional logit implies (0.5: a candidate is chosen when it
+    scores above declining), and the development accuracy there."""
+    return 0.5, question_accuracy(groups, weights, bias, 0.5)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample-index", type=Path, default=REPO / "var" / "sample-index")
-    parser.add_argument("--styles-index", type=Path, default=None)
+    parser.add_argument(
+        "--styles-work", type=Path, help="a folder kept for the styles index (default: a temp one)"
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--dry-run", action="store_true", help="report, do not write weights")
+    parser.add_argument("--candidates", type=Path, help="candidates' features, kept between runs")
     args = parser.parse_args()
-    data = []
-    pipeline = build_pipeline(Settings.load(None, index=args.sample_index))
-    for asked in sample_questions():
-        data.append((asked, *candidates(pipeline, asked)))
-    styles = styles_questions("dev")
-    if styles:
-        from bench.styles import build_styles_index
-
-        index = args.styles_index or Path(tempfile.mkdtemp()) / "styles-index"
-        if not (index / "manifest.json").exists():
-            build_styles_index(index)
-        pipeline = build_pipeline(Settings.load(None, index=index))
-        for asked in styles:
-            data.append((asked, *candidates(pipeline, asked)))
+    if args.candidates and args.candidates.exists():
+        data = json.loads(args.candidates.read_text())
+    else:
+        data = asked_questions(args.sample_index, args.styles_work)
+        if args.candidates:
+            atomic_write_text(args.candidates, json.dumps(data))
     # A question no candidate answers right (unanswerable, or a comparison of two sources
     # that the model's answer must make) is answered right by extraction when it declines.
     groups = [
-        (any(y for *_, y in rows), [(logs(values), y) for _, values, y in rows])
-        for _, _, rows in data
+        (
+            any(row["right"] for row in item["rows"]),
+            [(logs(r["values"]), r["right"]) for r in item["rows"]],
+        )
+        for item in data
     ]
     answerable_with_right = sum(any(y for _, y in rows) for _, rows in groups)
     folds = 5
@@ -223,27 +274,19 @@ def main() -> None:
         stored["selection"] = fitted
         atomic_write_text(WEIGHTS, json.dumps(stored, indent=2) + "\n")
     misses = []
-    for asked, question, rows in data:
-        scored = [
-            (selection.Model(tuple(fitted["weights"]), threshold).probability(v), s, y)
-            for s, v, y in rows
-        ]
+    model = selection.Model(tuple(fitted["weights"]), threshold)
+    for item in data:
+        rows = item["rows"]
+        scored = [(model.probability(r["values"]), r["said"], r["right"]) for r in rows]
         best = max(scored, key=lambda r: r[0], default=None)
         ok = (
             best is not None and best[0] >= threshold and best[2]
-            if any(y for *_, y in rows)
+            if any(r["right"] for r in rows)
             else best is None or best[0] < threshold
         )
         if not ok:
             misses.append(
-                {
-                    "question": asked.question,
-                    "kind": question.kind,
-                    "answerable": bool(asked.sources),
-                    "facts": list(asked.facts),
-                    "best": None if best is None else [round(best[0], 3), best[1].said, best[2]],
-                    "right_candidates": sum(y for _, _, y in rows),
-                }
+                item | {"rows": len(rows), "right": sum(r["right"] for r in rows), "best": best}
             )
     report = {
         "command": " ".join(sys.argv),

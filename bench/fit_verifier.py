@@ -179,10 +179,15 @@ def main() -> None:
         }
         for name, rows in data.items()
     }
+    # The chosen threshold folded into the bias: a verdict is supported from 0.5, as every
+    # verifier's is (`verifier.SUPPORTED`).
+    shifted = weights.copy()
+    shifted[0] -= np.log(threshold / (1 - threshold))
     found = {
         "features": list(verifiers.FEATURES),
-        "weights": [round(float(v), 4) for v in weights],
-        "threshold": threshold,
+        "weights": [round(float(v), 4) for v in shifted],
+        "threshold": 0.5,
+        "threshold_chosen": threshold,
         "fitted_on": "AttributionBench dev fit part + invented_fit.jsonl: python -m "
         "bench.fit_verifier",
     }

@@ -19,6 +19,7 @@ from typing import Literal
 
 from mmrag.generation.reading.text import STEM, SUBJECTS, Reading, Terms, Word, read
 from mmrag.generation.reading.words import (
+    ATTRIBUTE_KIND,
     ATTRIBUTE_NOUNS,
     HOW_MEASURES,
     MONEY_WORDS,
@@ -208,7 +209,7 @@ def _asked(
     of = [c for p in reading.children(noun.i) if p.lemma == "of" for c in reading.children(p.i)]
     if noun.lemma in ("kind", "type", "sort") and of:  # "what kind of bird"
         return "factoid", frozenset(), (), {STEM(of[0].lemma)}, of[0].end
-    typed = TYPE_NOUNS.get(noun.lemma)
+    typed = TYPE_NOUNS.get(noun.lemma) or (ATTRIBUTE_KIND.get(noun.attribute or ""))  # "what stone"
     kinds = set() if noun.lemma in ATTRIBUTE_NOUNS else {STEM(noun.lemma)}
     return "factoid", frozenset({typed} if typed else set()), (), kinds, noun.end
 

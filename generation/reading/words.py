@@ -91,7 +91,7 @@ HOW_MEASURES = {
     "tall": ("length",), "high": ("length",), "long": ("length", "duration"),
     "wide": ("length",), "broad": ("length",), "deep": ("length",), "far": ("length",),
     "big": ("size", "length"), "large": ("size", "length"), "heavy": ("weight",),
-    "old": ("duration", "date"), "often": ("frequency",), "frequently": ("frequency",),
+    "old": ("duration", "date", "age"), "often": ("frequency",), "frequently": ("frequency",),
     "fast": ("speed",), "hot": ("temperature",), "warm": ("temperature",),
     "early": ("time",), "late": ("time",), "soon": ("duration", "time"),
 }  # fmt: skip
@@ -103,7 +103,8 @@ TYPE_NOUNS = {
     **dict.fromkeys(("price", "cost", "fee", "fare", "charge"), "money"),
     **dict.fromkeys(("colour", "color"), "colour"),
     "shape": "shape", "material": "material", "name": "name", "percentage": "share",
-    **dict.fromkeys(("temperature",), "temperature"),
+    "temperature": "temperature", "weight": "weight", "height": "length", "length": "length",
+    "depth": "length", "width": "length", "distance": "length", "duration": "duration",
     **dict.fromkeys(("person", "man", "woman", "architect", "artist", "author", "founder",
                      "designer", "builder", "owner", "chef", "mayor", "writer"), "person"),
     **dict.fromkeys(("town", "city", "village", "country", "place", "street", "road",
@@ -161,7 +162,10 @@ SAME_RELATION = (
 )
 # A fact bounded in time: said of the past, no longer so ("was the largest until 1962",
 # "formerly", "no longer", "was replaced by").
-FORMER = frozenset({"until", "till", "formerly", "former", "once", "previously", "replace"})
+FORMER = frozenset(
+    {"until", "till", "formerly", "former", "once", "previously", "replace", "end", "cease"}
+    | {"discontinue", "abolish", "demolish", "retire"}
+)
 NOW = frozenset({"still", "now", "currently", "today", "anymore", "present", "nowadays"})
 # A fact said with doubt: kept as said, never stated as certain.
 HEDGES = frozenset(

@@ -129,8 +129,15 @@ class Attributor:
             return answer
         sources = list(answer.sources)
         said = answer.text_without_markers
-        gaps = self._gaps(question, said, sources)
-        for part in supported_parts(question, said, gaps):
+        found = self.verifier.verdict(question, said, [evidence_text(s) for s in sources])
+        gaps = list(found.ungrounded)
+        # What the user sees stays strict: a part is shown only without the words no source
+        # says, and a claim the sources contradict is not shown in any part, unless what
+        # contradicts it is a word that can be cut (a relation, a superlative beyond its scope).
+        cuttable = {gap.reason for gap in gaps}
+        refused = [reason for reason in found.contradictions if reason not in cuttable]
+        parts = [] if refused else supported_parts(question, said, gaps)
+        for part in (p for p in parts if not _keeps_gap(p.text, gaps)):
             claim = part.text
 
             @functools.cache  # by marker: a judge that sees is asked once per claim
@@ -155,7 +162,7 @@ class Attributor:
                 joint = self._joint(question, claim, sources, everything)
                 if joint is not None:
                     return self._cited(answer, claim, joint[:2], "verified", part.cut)
-        replaced = [Cut(said, _unsupported(gaps))]
+        replaced = [Cut(said, "; ".join(found.contradictions) or _unsupported(gaps))]
         pool = [*sources, *(s for s in runners_up if s.id not in {g.id for g in sources})]
         chosen = choose(question, pool, given=len(sources))
         if chosen is not None:
@@ -166,12 +173,6 @@ class Attributor:
             citation = _judged(sources, number, None)
             return self._cited(answer, sentence, [citation], "extractive", replaced)
         return replace(self.unanswered(answer, abstain=abstain), cut=replaced if abstain else [])
-
-    def _gaps(self, question: Question, claim: str, sources: Sequence[SourceLike]) -> list[Gap]:
-        """What the claim says that none of the sources does, read together, as the verifier
-        found it; none from a verifier that does not ground words (an NLI model)."""
-        evidence = [evidence_text(s) for s in sources]
-        return list(self.verifier.verdict(question, claim, evidence).ungrounded)
 
     def _joint(
         self, question: Question, claim: str, sources: Sequence[SourceLike], markers: Sequence[int]
@@ -270,8 +271,8 @@ def supported_parts(question: Question | str, claim: str, gaps: Sequence[Gap] = 
         stated = not wanted or bool(wanted & states(read(part)))
         # It says what it is about: "The answer is: 221." names nothing the question asked of.
         about = not asked or bool(asked & read(part).terms.words)
-        whole = read(part).finite() and _complete(part)
-        return stated and about and whole and gives_what_is_asked(question, part)
+        full = read(part).finite() and _complete(part, whole.text)
+        return stated and about and full and gives_what_is_asked(question, part)
 
     whole = _said_once(claim)
     versions = [whole, *_without_gaps(whole, gaps)] if gaps else [whole]
@@ -300,12 +301,26 @@ def supported_parts(question: Question | str, claim: str, gaps: Sequence[Gap] = 
 _COMPLEMENTS = frozenset({"attr", "acomp", "prep", "advmod", "npadvmod", "oprd", "ccomp", "dobj"})
 
 
-def _complete(part: str) -> bool:
-    """Whether a sentence's "is" keeps what it says the thing is: a cut that leaves "The coat
-    of arms of Alder Vale, with a white heart on a green shield, is a." is no sentence."""
-    reading = read(part)
+def _complete(part: str, whole: str) -> bool:
+    """Whether a cut keeps what each verb says: "is" what the thing is ("The coat of arms …
+    is a." is no sentence), and a verb that had an object or a complement in the model's
+    sentence still has one ("…, and was known." was "known for its fish pie")."""
+    reading, before = read(part), read(whole)
     roots = [w for w in reading.words if w.dep == "ROOT" and w.lemma == "be"]
-    return all(any(c.dep in _COMPLEMENTS for c in reading.children(root.i)) for root in roots)
+    if not all(any(c.dep in _COMPLEMENTS for c in reading.children(r.i)) for r in roots):
+        return False
+    completed = {}  # each verb, by its lemma and its place among verbs of that lemma
+    for found in (before, reading):
+        seen: dict[str, int] = {}
+        for verb in (w for w in found.words if w.pos in ("VERB", "AUX")):
+            place = (verb.lemma, seen.setdefault(verb.lemma, 0))
+            seen[verb.lemma] += 1
+            has = any(c.dep in _COMPLEMENTS for c in found.children(verb.i))
+            if found is before:
+                completed[place] = has
+            elif completed.get(place) and not has:
+                return False
+    return True
 
 
 def _said_once(claim: str) -> Part:
@@ -414,6 +429,12 @@ def _tidy(text: str) -> str:
     text = re.sub(r",(\s*[,.;:!?])", r"\1", text)
     text = re.sub(r"\s+\b(?:a|an|the)\s*(?=[,.;:!?]|$)", "", text)
     return text.strip(" ,")
+
+
+def _keeps_gap(part: str, gaps: Sequence[Gap]) -> bool:
+    """Whether a version of the claim still holds a word no source says."""
+    words = {word.text for word in read(part).words}
+    return any(gap.text in words for gap in gaps)
 
 
 def _unsupported(gaps: Sequence[Gap]) -> str:

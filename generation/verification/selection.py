@@ -202,7 +202,8 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
     for start, end, label in reading.entities:
         kind = ENTITY_TYPES.get(label)
         words = reading.words[start:end]
-        if kind and _new(words, asked) and _fits(kind, words, question):
+        since = start > 0 and reading.words[start - 1].lemma == "since"
+        if kind and _new(words, asked) and _fits(kind, words, question, since):
             found.append(start)
     for word in reading.words:
         if word.i in found or not _new([word], asked):
@@ -223,12 +224,12 @@ def _new(words: Sequence[Word], asked: frozenset[str]) -> bool:
     return bool(said - asked)
 
 
-def _fits(kind: str, words: Sequence[Word], question: Question) -> bool:
+def _fits(kind: str, words: Sequence[Word], question: Question, since: bool = False) -> bool:
     """An entity of this type answers the question's expected types: a DATE for "when", a
     TIME for "what time" or a duration for "how long", MONEY for "how much does it cost"."""
     units = {UNIT_DIMENSION.get(w.unit or "", "") for w in words}
     if kind in ("date", "time") and "duration" in question.measures:
-        return "duration" in units
+        return "duration" in units or since  # "held since 1599"
     if kind in ("date", "time") and "frequency" in question.expects:
         return any(w.lemma in FREQUENCY for w in words)
     if kind == "quantity" and question.measures:
@@ -241,19 +242,28 @@ def _fits(kind: str, words: Sequence[Word], question: Question) -> bool:
 
 
 def _number_fits(word: Word, reading: Reading, question: Question, expects: set[str]) -> bool:
+    """A number of the expected type: in the asked dimension's unit ("29°C", "40 minutes"), a
+    price, a year or a clock time, a bare count; an age is a bare number ("Morwenna, 24")."""
     dimension = UNIT_DIMENSION.get(word.unit or "")
-    if question.measures:
-        return dimension in question.measures
     before = reading.words[word.i - 1].text.lower() if word.i else ""
+    after = reading.words[word.i + 1].text.lower() if word.i + 1 < len(reading.words) else ""
+    year = word.number.isdigit() and 1000 <= int(word.number) <= 2100
+    if question.measures:
+        since = "duration" in question.measures and before == "since" and year
+        age = "age" in question.measures and dimension is None
+        return (
+            dimension in question.measures or since or age or ("date" in question.measures and year)
+        )
     if "money" in expects:
-        after = reading.words[word.i + 1].lemma if word.i + 1 < len(reading.words) else ""
         return before in CURRENCY or after in CURRENCY
     if expects & {"date", "time"}:
-        after = reading.words[word.i + 1].text.lower() if word.i + 1 < len(reading.words) else ""
         hour = word.number.isdigit() and int(word.number) <= 24 and before in ("at", "from")
         clock = ":" in word.number or hour or after in ("am", "pm", "a.m.", "p.m.", "o'clock")
-        year = word.number.isdigit() and 1000 <= int(word.number) <= 2100
         return clock if expects == {"time"} else clock or year
+    if "quantity" in expects:
+        return dimension is not None
+    if dimension in expects:  # "What oven temperature …?": "170°C"
+        return True
     return "count" in expects and dimension is None and before not in CURRENCY
 
 
@@ -266,7 +276,10 @@ def _attribute_of_topic(question: Question, reading: Reading, word: Word) -> boo
     head = head_noun(question.reading, question.opening_end, kind)
     if head is None:
         return True
-    bound = bound_attributes(reading.text, with_synonyms(frozenset({head})), kind)
+    # The head, and a noun it ends with: "floodwater" is water.
+    nouns = {STEM(w.lemma) for w in reading.words if w.pos == "NOUN"}
+    heads = with_synonyms(frozenset({head, *(n for n in nouns if head.endswith(n))}))
+    bound = bound_attributes(reading.text, heads, kind)
     return word.attribute in bound or not any(
         bound_attributes(reading.text, frozenset({STEM(w.lemma)}), kind)
         for w in reading.words
@@ -295,6 +308,15 @@ def _named_facts(question: Question, reading: Reading, expects: set[str]) -> lis
         person = bool(expects & {"person", "organisation"}) and doer
         if "name" in expects or person or ("place" in expects and placed):
             found.append(words[0].i)
+    if "place" in expects:  # a place that is no name: "in the pole bag", "on narrow ledges"
+        found += [
+            w.i
+            for w in reading.words
+            if w.dep == "pobj"
+            and w.pos == "NOUN"
+            and reading.words[w.head].text.lower() in AT_A_PLACE
+            and STEM(w.lemma) not in asked
+        ]
     return found
 
 

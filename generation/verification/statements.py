@@ -73,7 +73,11 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
     person = ""  # the person a "he" or "she" stands for: the last one named
     for position, (text, where) in enumerate(_parts(source)):
         pronoun = _opening_pronoun(text)
-        about = person if pronoun in PERSON_PRONOUNS and person else title
+        speaker = person and any(  # "…,' he said.": the person it names before
+            w.text.lower() in PERSON_PRONOUNS and w.dep in ("nsubj", "nsubjpass")
+            for w in read(text).words
+        )
+        about = person if (pronoun in PERSON_PRONOUNS or speaker) and person else title
         if where == "ocr":  # what the photo it was read in shows
             about = f"{title}. {source.text}"
         if pronoun in THING_PRONOUNS and pronoun in PERSON_PRONOUNS and person:
