@@ -167,59 +167,73 @@ def logs(values: list[float]) -> list[float]:
     return [math.log(selection.FLOOR + value) for value in values[1:]]
 
 
-def question_accuracy(groups, weights: np.ndarray, bias: float, threshold: float) -> float:
-    """Share of questions answered right: the best candidate right and over the threshold, or
-    for a question with no right candidate (unanswerable here), none over it."""
-    hits = 0
-    for answerable, rows in groups:
-        best, best_right = -1.0, False
-        for x, y in rows:
-            p = 1 / (1 + math.exp(-(bias + float(np.dot(weights, x)))))
-            if p > best:
-                best, best_right = p, y
-        hits += (best >= threshold and best_right) if answerable else best < threshold
-    return hits / len(groups)
+@dataclass(frozen=True)
+class Stacked:
+    """Every candidate of the questions that have any, as one array: `starts[g]` is where
+    question g's rows begin; `right[g]` whether it has a right candidate."""
+
+    x: np.ndarray
+    y: np.ndarray
+    starts: np.ndarray
+    group: np.ndarray
+    right: np.ndarray
+    empty: int  # questions with no candidate at all: right when they need none
+    empty_right: int  # of those, the ones that needed one (always missed)
 
 
-def fit(groups, c: float) -> tuple[np.ndarray, float]:
+def stacked(groups) -> Stacked:
+    kept = [(answerable, rows) for answerable, rows in groups if rows]
+    x = np.array([x for _, rows in kept for x, _ in rows], dtype=float)
+    y = np.array([label for _, rows in kept for _, label in rows], dtype=bool)
+    sizes = np.array([len(rows) for _, rows in kept])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
+    group = np.repeat(np.arange(len(kept)), sizes)
+    right = np.array([any(label for _, label in rows) for _, rows in kept])
+    empty_right = sum(answerable for answerable, rows in groups if not rows)
+    return Stacked(x, y, starts, group, right, len(groups) - len(kept), empty_right)
+
+
+def question_accuracy(data: Stacked, weights: np.ndarray, bias: float, threshold: float) -> float:
+    """The mean of two shares, as the issue's targets weigh them: questions with a right
+    candidate answered with it (over the threshold), and questions without one (unanswerable
+    here) declined, none of their candidates over it."""
+    z = bias + data.x @ weights
+    order = np.lexsort((-z, data.group))  # by question, best first
+    first = order[data.starts]
+    chosen = 1 / (1 + np.exp(-z[first])) >= threshold
+    answered = (chosen & data.y[first])[data.right].sum() / max(1, data.right.sum())
+    declined = ((~chosen)[~data.right].sum() + data.empty - data.empty_right) / max(
+        1, (~data.right).sum() + data.empty - data.empty_right
+    )
+    return float(answered + declined) / 2
+
+
+def fit(data: Stacked, c: float, decline: float = 1.0) -> tuple[np.ndarray, float]:
     """Weights and bias of a conditional logit over each question's candidates and declining:
     P(candidate) = exp(z) / (1 + sum exp(z_j)), z = bias + weights . x, declining scoring 0.
-    The likelihood is of the right choice: any right candidate, else declining. `c` is the
-    inverse strength of an L2 penalty, as scikit-learn's C."""
+    The likelihood is of the right choice: any right candidate, else declining, the latter's
+    questions weighing `decline` each. `c` is the inverse strength of an L2 penalty, as
+    scikit-learn's C."""
     from scipy.optimize import minimize
-    from scipy.special import logsumexp
-
-    width = len(groups[0][1][0][0]) if groups[0][1] else len(selection.FEATURES) - 1
-    prepared = [
-        (np.array([x for x, _ in rows]).reshape(-1, width), np.array([y for _, y in rows], bool))
-        for _, rows in groups
-    ]
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         bias, weights = theta[0], theta[1:]
-        total, grad = 0.0, np.zeros_like(theta)
-        for x, y in prepared:
-            z = np.concatenate([[0.0], bias + x @ weights])  # declining first
-            norm = logsumexp(z)
-            p = np.exp(z - norm)
-            wanted = np.concatenate([[not y.any()], y])
-            total -= logsumexp(z[wanted]) - norm
-            q = np.where(wanted, np.exp(z - logsumexp(z[wanted])), 0.0)
-            diff = (p - q)[1:]  # d(-log L)/dz for the candidates
-            grad[0] += diff.sum()
-            grad[1:] += x.T @ diff
-        penalty = 0.5 / c * float(weights @ weights)
-        grad[1:] += weights / c
-        return total + penalty, grad
+        z = bias + data.x @ weights
+        top = np.maximum(np.maximum.reduceat(z, data.starts), 0.0)
+        e = np.exp(z - top[data.group])
+        norm = top + np.log(np.add.reduceat(e, data.starts) + np.exp(-top))
+        chosen = e * data.y
+        wanted_sum = np.maximum(np.add.reduceat(chosen, data.starts), 1e-300)
+        wanted = np.where(data.right, top + np.log(wanted_sum), 0.0)
+        p = np.exp(z - norm[data.group])
+        q = np.where(data.right[data.group], chosen / wanted_sum[data.group], 0.0)
+        weight = np.where(data.right, 1.0, decline)
+        diff = (p - q) * weight[data.group]
+        grad = np.concatenate([[diff.sum()], data.x.T @ diff + weights / c])
+        return float((weight * (norm - wanted)).sum() + 0.5 / c * weights @ weights), grad
 
-    found = minimize(loss, np.zeros(width + 1), jac=True, method="L-BFGS-B")
+    found = minimize(loss, np.zeros(data.x.shape[1] + 1), jac=True, method="L-BFGS-B")
     return found.x[1:], float(found.x[0])
-
-
-def best_threshold(groups, weights, bias) -> tuple[float, float]:
-    """The decline threshold the conditional logit implies (0.5: a candidate is chosen when it
-    scores above declining), and the development accuracy there."""
-    return 0.5, question_accuracy(groups, weights, bias, 0.5)
 
 
 def main() -> None:
@@ -248,20 +262,21 @@ def main() -> None:
         for item in data
     ]
     answerable_with_right = sum(any(y for _, y in rows) for _, rows in groups)
-    folds = 5
+    folds, threshold = 5, 0.5  # chosen where a candidate scores above declining
     scores = {}
-    for c in (0.1, 0.3, 1.0, 3.0, 10.0):
-        accuracies = []
-        for fold in range(folds):
-            train = [g for i, g in enumerate(groups) if i % folds != fold]
-            test = [g for i, g in enumerate(groups) if i % folds == fold]
-            weights, bias = fit(train, c)
-            threshold, _ = best_threshold(train, weights, bias)
-            accuracies.append(question_accuracy(test, weights, bias, threshold))
-        scores[c] = float(np.mean(accuracies))
-    c = max(scores, key=lambda k: (scores[k], -k))
-    weights, bias = fit(groups, c)
-    threshold, accuracy = best_threshold(groups, weights, bias)
+    for c in (0.3, 1.0, 3.0, 10.0, 30.0):
+        for decline in (1.0, 2.0, 3.0, 4.0):
+            accuracies = []
+            for fold in range(folds):
+                train = stacked([g for i, g in enumerate(groups) if i % folds != fold])
+                test = stacked([g for i, g in enumerate(groups) if i % folds == fold])
+                weights, bias = fit(train, c, decline)
+                accuracies.append(question_accuracy(test, weights, bias, threshold))
+            scores[f"C={c} decline={decline}"] = (float(np.mean(accuracies)), c, decline)
+    _, c, decline = max(scores.values(), key=lambda k: (k[0], -k[1], -k[2]))
+    every = stacked(groups)
+    weights, bias = fit(every, c, decline)
+    accuracy = question_accuracy(every, weights, bias, threshold)
     fitted = {
         "features": list(selection.FEATURES),
         "weights": [round(bias, 4), *(round(float(w), 4) for w in weights)],
@@ -293,9 +308,10 @@ def main() -> None:
         "machine": machine(),
         "questions": len(groups),
         "answerable_with_a_right_candidate": answerable_with_right,
-        "c_by_cross_validation": scores,
+        "cross_validated": {key: round(value[0], 4) for key, value in scores.items()},
         "c": c,
-        "development_accuracy": round(accuracy, 3),
+        "decline_weight": decline,
+        "development_balanced_accuracy": round(accuracy, 3),
         "fitted": fitted,
         "misses": misses,
     }

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -67,13 +68,12 @@ def described(verifier, question: str, claim: str, evidence: list[str]) -> dict:
     parts = verifiers.clauses(claim)
     rows = []
     for part in parts if len(parts) > 1 else [claim]:
-        said = read(part)
         judged = verifier._judged(asked, part, narrowed)
-        soft = [gap for gap in judged.ungrounded if gap.kind not in ("relation", "degree")]
         rows.append(
             {
-                "features": verifier.features(said, narrowed, soft),
+                "features": verifier.features(read(part), narrowed, judged.ungrounded),
                 "contradicted": bool(judged.contradictions),
+                "reasons": list(judged.contradictions),
             }
         )
     return {"clauses": rows}
@@ -160,7 +160,9 @@ def main() -> None:
     weights = fitted(every, c)
     f1, threshold = quality(weights)
     without = {
-        verifiers.FEATURES[i + 1]: round(f1 - quality(fitted([j for j in every if j != i], c))[0], 4)
+        verifiers.FEATURES[i + 1]: round(
+            f1 - quality(fitted([j for j in every if j != i], c))[0], 4
+        )
         for i in every
     }
     shares = {
@@ -195,8 +197,21 @@ def main() -> None:
         stored = json.loads(WEIGHTS.read_text())
         stored["verifier"] = found
         atomic_write_text(WEIGHTS, json.dumps(stored, indent=2) + "\n")
+    refused: dict[str, list[bool]] = {}  # each hard rule: the labels of the claims it refused
+    for rows in data.values():
+        for described_claim, label in rows:
+            reasons = {r for c in described_claim["clauses"] for r in c.get("reasons", [])}
+            for reason in {re.sub(r"'[^']*'", "…", r) for r in reasons}:
+                refused.setdefault(reason, []).append(label)
     write_report(
         {
+            "hard_rules": {
+                reason: {
+                    "refused": len(labels),
+                    "precision": round(1 - sum(labels) / len(labels), 3),
+                }
+                for reason, labels in sorted(refused.items())
+            },
             "command": " ".join(sys.argv),
             "machine": machine(),
             "c_by_mean_macro_f1": by_c,

@@ -132,7 +132,7 @@ def read_question(text: str) -> Question:
         kind, expects, measures, kinds, opening_end = _asked(reading, wh)
         if choices and wh.lemma in ("which", "who"):
             kind = "choice"
-    if kind == "factoid" and not expects and wh is not None:
+    if kind == "factoid" and not expects and not kinds and wh is not None:
         expects = _what_it_names(reading, wh)
     compared = _compared(reading)
     lemmas = {word.lemma for word in words}
@@ -190,15 +190,20 @@ def _asked(
             kinds = {STEM(counted.lemma)} if counted is not None and counted.i != after.i else set()
             if after.lemma == "many":
                 return "count", frozenset({"count"}), (), kinds, after.end
+            # "How much does it cost?" asks a price; "How much is a day rover?" a price or an
+            # amount; "How much lamb …?" an amount.
             money = any(w.lemma in MONEY_WORDS for w in words)
-            expects = frozenset({"money"} if money else {"quantity"})
+            counted_noun = bool(kinds)
+            expects = frozenset(
+                {"money"} if money else {"quantity"} if counted_noun else {"money", "quantity"}
+            )
             return "measure", expects, (), kinds, after.end
         measured = HOW_MEASURES.get(after.lemma)
         if measured:
             expects = frozenset({"time"} if measured == ("time",) else {"quantity"})
             if "frequency" in measured:
                 expects = frozenset({"frequency"})
-            return "measure", expects, measured, {STEM(after.lemma)}, after.end
+            return "measure", expects, measured, set(), after.end
         return "factoid", frozenset(), (), set(), wh.end
     if wh.lemma in _WH_TYPES:
         return "factoid", _WH_TYPES[wh.lemma], (), set(), wh.end

@@ -48,6 +48,7 @@ def _stopwords() -> frozenset[str]:
 STOPWORDS = _stopwords()
 _SPELLING = ((re.compile(r"(?<=\w{3})our$"), "or"), (re.compile(r"(?<=\w{2})tre$"), "ter"))
 _NUMERIC = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
+_DECADE = re.compile(r"^1\d{2}0s$|^20\d0s$")
 _CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 
@@ -66,6 +67,8 @@ def spelling(word: str) -> str:
 def number_value(text: str) -> str | None:
     """The number a word states, normalised: "5,895" -> "5895", "Fourteen" -> "14", "1.50" ->
     "1.5", a clock's "06:50" -> "6:50"; None for other words."""
+    if decade := _DECADE.match(text):  # "the 1890s"
+        return decade.group(0)
     if clock := _CLOCK.match(text):
         return f"{int(clock.group(1))}:{clock.group(2)}"
     if _NUMERIC.match(text):
@@ -413,7 +416,11 @@ def _reading(doc: Doc, text: str) -> Reading:
                 number=number,
                 unit=_number_unit(doc, token) if number else None,
                 negated=_negated(token),
-                attribute=attribute[0] if attribute and token.pos_ != "PROPN" else None,
+                # a name's "Red" ("the Red Lion") names no colour; a lower-case word the
+                # tagger took for a name ("an orange pilot boat") still does
+                attribute=attribute[0]
+                if attribute and (token.pos_ != "PROPN" or not token.text[0].isupper())
+                else None,
             )
         )
     chunks = list(doc.noun_chunks)

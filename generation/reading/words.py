@@ -60,7 +60,9 @@ UNITS = {
     "ft": "foot", "foot": "foot", "feet": "foot", "mile": "mile", "inch": "inch",
     "kg": "kilogram", "kilogram": "kilogram", "g": "gram", "gram": "gram", "tonne": "tonne",
     "ton": "tonne", "lb": "pound", "litre": "litre", "liter": "litre", "l": "litre",
-    "ml": "millilitre", "millilitre": "millilitre",
+    "ml": "millilitre", "millilitre": "millilitre", "gallon": "gallon", "pint": "pint",
+    "ounce": "ounce", "oz": "ounce", "cup": "cup", "tablespoon": "tablespoon",
+    "tbsp": "tablespoon", "teaspoon": "teaspoon", "tsp": "teaspoon",
     "year": "year", "month": "month", "week": "week", "day": "day", "hour": "hour",
     "minute": "minute", "min": "minute", "second": "second", "percent": "percent",
     "%": "percent", "hectare": "hectare", "ha": "hectare", "acre": "acre",
@@ -71,7 +73,9 @@ UNIT_DIMENSION = {
     **dict.fromkeys(("metre", "kilometre", "centimetre", "millimetre", "foot", "mile", "inch"),
                     "length"),
     **dict.fromkeys(("kilogram", "gram", "tonne", "pound"), "weight"),
-    **dict.fromkeys(("litre", "millilitre"), "volume"),
+    **dict.fromkeys(("litre", "millilitre", "gallon", "pint", "cup", "tablespoon", "teaspoon"),
+                    "volume"),
+    "ounce": "weight",
     **dict.fromkeys(("year", "month", "week", "day", "hour", "minute", "second"), "duration"),
     **dict.fromkeys(("hectare", "acre"), "size"),
     "percent": "share", "degree": "temperature", "watt": "power", "volt": "voltage",
@@ -180,7 +184,9 @@ CONNECTIVES = frozenset(
     | {"significant", "important", "popular", "famous", "notable", "key", "major", "main"}
 )
 # Words by which a sentence gives a reason ("closed because of flooding", "due to").
-REASONS = frozenset({"because", "due", "owing", "since", "result", "cause", "thanks", "so"})
+REASONS = frozenset(
+    {"because", "due", "owing", "since", "result", "cause", "thanks", "so", "after"}
+)
 # How often: "every 3 months", "daily", "twice a year".
 FREQUENCY = frozenset(
     {"every", "daily", "weekly", "monthly", "yearly", "annually", "hourly", "nightly"}

@@ -51,6 +51,7 @@ FEATURES = (  # each in [0, 1], 1 where the statement is the better answer for i
     "topic",  # share of the topic's words it says (with what it is about)
     "names",  # share of the question's names it says (with what it is about)
     "relation",  # says what is asked of the thing ("carved"), where something is
+    "fact_relation",  # its fact is not said by another verb ("opened in 1983" for "close")
     "words",  # share of the question's content words it says
     "new",  # says something the question does not
     "untyped",  # the question asks for no type
@@ -134,6 +135,8 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     asked, said = question.terms, reading.terms
     about = read(statement.about).terms.words | read(statement.source.title).terms.words
     held = with_synonyms(said.words | about)
+    # A line with no verb (a label, a timetable row) cannot say the asked verb, nor another.
+    verbless = not any(word.pos == "VERB" for word in reading.words)
     subject = _subject_words(question)
     facts = facts_given(question, reading)
     of_topic = [at for at in facts if _said_of(reading, at, subject | asked.names, about)]
@@ -148,12 +151,13 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
         float(bool(of_topic) or chooses or untyped),
         float(bool(kinds & with_synonyms(said.words)) or not question.kinds),
         _share(subject, held),
-        _share(asked.names, held),
-        _share(question.relation, states(reading)),
+        _share(asked.names, held | read(statement.context).terms.words),
+        1.0 if verbless else _share(question.relation, states(reading)),
+        float(not facts or any(_by_the_asked_verb(question, reading, at) for at in facts)),
         _share(asked.words - _asking(question), held),
         float(new),
         float(untyped),
-        float(not open_request or _topic_is_subject(question, reading)),
+        float(not open_request or _topic_is_subject(question, reading, about)),
         float(not open_request or _defines(reading)),
         float(not (open_request and question.appearance) or statement.source.modality == "image"),
         float(not runner_up),
@@ -173,6 +177,17 @@ def states(reading: Reading) -> frozenset[str]:
         if w.dep not in ("compound", "amod") or reading.words[w.head].pos == "PROPN"
     }
     return with_synonyms(frozenset(said))
+
+
+def _by_the_asked_verb(question: Question, reading: Reading, at: int) -> bool:
+    """Whether the verb a fact hangs on is the one asked ("closed in 1983" for "When did the
+    cafe close?"), or there is none to say otherwise (a label's line, no verb asked)."""
+    verb = next(
+        (reading.words[i] for i in reading.ancestors(at) if reading.words[i].pos == "VERB"), None
+    )
+    if verb is None or not question.relation:
+        return True
+    return bool(with_synonyms(frozenset({STEM(verb.lemma)})) & question.relation)
 
 
 def _share(wanted: frozenset[str], held: frozenset[str]) -> float:
@@ -206,14 +221,14 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
         if kind and _new(words, asked) and _fits(kind, words, question, since):
             found.append(start)
     for word in reading.words:
+        if any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()):
+            found.append(word.i)  # "every", "because": function words that give the fact
+            continue
         if word.i in found or not _new([word], asked):
             continue
-        if word.number is not None and _number_fits(word, reading, question, expects):
-            found.append(word.i)
-        elif word.attribute and ATTRIBUTE_KIND[word.attribute] in expects:
-            if _attribute_of_topic(question, reading, word):
-                found.append(word.i)
-        elif any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()):
+        number = word.number is not None and _number_fits(word, reading, question, expects)
+        attribute = bool(word.attribute) and ATTRIBUTE_KIND[word.attribute] in expects
+        if number or (attribute and _attribute_of_topic(question, reading, word)):
             found.append(word.i)
     found += [at for at in _named_facts(question, reading, expects) if at not in found]
     return sorted(found)
@@ -229,14 +244,14 @@ def _fits(kind: str, words: Sequence[Word], question: Question, since: bool = Fa
     TIME for "what time" or a duration for "how long", MONEY for "how much does it cost"."""
     units = {UNIT_DIMENSION.get(w.unit or "", "") for w in words}
     if kind in ("date", "time") and "duration" in question.measures:
-        return "duration" in units or since  # "held since 1599"
+        return "duration" in units or (since and bool(question.relation))  # "held since 1599"
     if kind in ("date", "time") and "frequency" in question.expects:
         return any(w.lemma in FREQUENCY for w in words)
     if kind == "quantity" and question.measures:
         return bool(units & set(question.measures))
     if kind == "count":
         return question.kind == "count" or "count" in question.expects
-    if kind == "date" and "time" in question.expects:  # "last 22:10", tagged a date
+    if kind == "date" and question.expects == {"time"}:  # "last 22:10", tagged a date
         return any(w.number and ":" in w.number for w in words)
     return kind in question.expects
 
@@ -247,9 +262,11 @@ def _number_fits(word: Word, reading: Reading, question: Question, expects: set[
     dimension = UNIT_DIMENSION.get(word.unit or "")
     before = reading.words[word.i - 1].text.lower() if word.i else ""
     after = reading.words[word.i + 1].text.lower() if word.i + 1 < len(reading.words) else ""
-    year = word.number.isdigit() and 1000 <= int(word.number) <= 2100
+    year = word.number[:4].isdigit() and 1000 <= int(word.number[:4]) <= 2100  # "1890s" too
     if question.measures:
+        # "held since 1599" says how long it has been held, where a verb is asked
         since = "duration" in question.measures and before == "since" and year
+        since = since and bool(question.relation)
         age = "age" in question.measures and dimension is None
         return (
             dimension in question.measures or since or age or ("date" in question.measures and year)
@@ -337,9 +354,12 @@ def _said_of(reading: Reading, at: int, subject: frozenset[str], about: frozense
     return True
 
 
-def _topic_is_subject(question: Question, reading: Reading) -> bool:
+def _topic_is_subject(question: Question, reading: Reading, about: frozenset[str]) -> bool:
     """ "The Harbor Inn is an inn in Dunmore …" is about the Harbor Inn; "Visitors can climb
-    194 steps to the top of the Aldric Tower" is about visitors."""
+    194 steps to the top of the Aldric Tower" is about visitors; a line with no subject (a
+    fact sheet's "Known for: oysters") is about what its source names (`about`)."""
+    if not reading.subjects() and question.topic_terms.words <= about:
+        return True
     wanted = read(question.topic)
     heads = {STEM(word.lemma) for word in wanted.words if word.dep == "ROOT"}
     for subject in reading.subjects():
