@@ -91,6 +91,21 @@ def test_the_grammar_asked_after_greedy_choices_writes_what_llama_cpp_writes(
     assert smollm2.llm.greedy_grammar is not None  # the path under test was the one taken
 
 
+def test_the_prompt_runs_on_one_thread_while_the_cores_are_busy(smollm2, monkeypatch) -> None:
+    """Above one runnable process per core the prompt's threads would wait on each other at
+    every op: one thread reads it then, all of them again once the machine is free, and the
+    answer is the same either way."""
+    from mmrag.generation.engines import llamacpp
+
+    sources = [LIGHT, BOAT]
+    answers = {}
+    for load, threads in [(smollm2.cores + 8.0, 1), (0.0, smollm2.threads[1])]:
+        monkeypatch.setattr(llamacpp.os, "getloadavg", lambda load=load: (load, load, load))
+        answers[threads] = AnswerWriter(smollm2).write(LIGHTHOUSE, sources).text
+        assert smollm2.llm.n_threads_batch_now == threads
+    assert len(set(answers.values())) == 1 and "1887" in answers[1]
+
+
 def test_tokens_reach_on_token_as_written_then_the_answer(smollm2) -> None:
     sources = [LIGHT, BOAT]
     deltas: list[str] = []

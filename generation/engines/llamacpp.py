@@ -122,6 +122,7 @@ def cancellable_llama() -> type[Llama]:
         cancelled: Callable[[], bool] | None = None
         usage: Usage | None = None
         greedy_grammar: GreedyGrammar | None = None
+        n_threads_batch_now = 0  # the prompt's threads as last set (`LlamaCppEngine._fit_threads`)
 
         def _init_sampler(self, *args: Any, grammar: Any = None, **kwargs: Any) -> Any:
             """Greedy decoding with a grammar and nothing else that changes the logits gets
@@ -210,7 +211,23 @@ class LlamaCppEngine(InProcess):
         except (ValueError, RuntimeError) as exc:
             raise GenerationError(f"llama.cpp cannot load {str(path)!r}: {exc}") from None
         self.lock = threading.Lock()
+        self.cores, self.threads = n_threads or os.cpu_count() or 2, (generation, prompt)
         self.info = EngineInfo(name="llamacpp", model=str(path), accepts_images=False)
+
+    def _fit_threads(self) -> None:
+        """The prompt on one thread while other processes keep every core busy (the 1-minute
+        load average above the cores), else on all of them (`split_threads`). Each thread
+        waits for the others at every op of the graph; with more runnable processes than
+        cores each wait is a time slice, and ~80 prompt tokens took 18-22 s on two threads at
+        load 14 against 2-3 s on one (docs/BENCHMARKS.md, "The first token sooner")."""
+        import llama_cpp
+
+        generation, prompt = self.threads
+        if os.getloadavg()[0] > self.cores:
+            prompt = 1
+        if prompt != self.llm.n_threads_batch_now:
+            llama_cpp.llama_set_n_threads(self.llm.ctx, generation, prompt)
+            self.llm.n_threads_batch_now = prompt
 
     def stream(
         self,
@@ -230,6 +247,7 @@ class LlamaCppEngine(InProcess):
 
             grammar = LlamaGrammar.from_string(constraint.gbnf(), verbose=False)
         with self.lock:
+            self._fit_threads()
             self.llm.cancelled, self.llm.usage = cancelled, usage
             try:
                 chunks = self.llm.create_chat_completion(
@@ -268,6 +286,7 @@ class LlamaCppEngine(InProcess):
             return logits
 
         with self.lock:
+            self._fit_threads()
             try:
                 self.llm.create_chat_completion(
                     text_only(messages),
