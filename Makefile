@@ -55,8 +55,9 @@ sample-index: $(SAMPLE_INDEX)/manifest.json
 serve: $(SAMPLE_INDEX)/manifest.json
 	$(BIN)/mmrag serve --index $(SAMPLE_INDEX) --host $(HOST) --port $(PORT)
 
+# One pytest-xdist worker per core (at most 4): tests/conftest.py builds what they share once.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadgroup --durations 30
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow

@@ -15,10 +15,20 @@
 #   6. bench.gpu_images --stage read on the machine's cores.
 # Back in $OUT: device.log (every step's output, and when each began and ended) and one JSON
 # file per bench.
+#
+# `bash bench/device_checks.sh issue40`: issue 40's before/after in at most 5 minutes instead:
+#   1. the same tests (the grouped resize and the batched engine on CUDA);
+#   2. bench.gpu_images --check (nvJPEG + the recipe against the CPU processor, a batch
+#      against each photo alone: the grouped resize must leave alone_vs_batch at 0.0);
+#   3. ViT-B/32 end to end with each image resized alone (gpu_alone: before) and the images
+#      of one size together (gpu: after), one process, the same photos;
+#   4. batched answers of the random Qwen2-VL-2B at 32 callers, the pixels prepared on the CPU
+#      (before) and by the processor on the GPU (after), one batch of 32 each.
 set -u
 cd "$(dirname "$0")/.."
+MODE=${1:-all}
 OUT=${OUT:-/tmp/device-checks}
-BUDGET_S=${BUDGET_S:-480}
+if [[ $MODE == issue40 ]]; then BUDGET_S=${BUDGET_S:-290}; else BUDGET_S=${BUDGET_S:-480}; fi
 DEADLINE=$(($(date +%s) + BUDGET_S))
 SITE=/tmp/site
 QWEN=/tmp/qwen2-vl-2b
@@ -55,6 +65,24 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>
 python3 -c 'import PIL, pybase64, torch, torchvision, transformers as t
 print("torch", torch.__version__, "torchvision", torchvision.__version__, "transformers",
       t.__version__, "pillow", PIL.__version__, "pybase64", pybase64.__version__)' >>"$LOG" 2>&1
+
+if [[ $MODE == issue40 ]]; then
+    step tests 75 python3 -m pytest -q -rfEs -p no:cacheprovider tests/test_gpu_images.py \
+        tests/test_transformers_batching.py::test_a_batch_on_the_gpu_writes_what_each_request_writes_alone
+    step check 45 python3 -m bench.gpu_images --device cuda --check \
+        --out "$OUT/gpu-images-check.json"
+    step resize 70 python3 -m bench.gpu_images --device cuda --images 6144 --batch 256 \
+        --workers 8 --models vit-b-32 --paths gpu-resize --out "$OUT/gpu-images-resize.json"
+    step qwen2-vl-2b 40 python3 -c "from pathlib import Path; from bench.vlm import random_qwen2_vl
+random_qwen2_vl(Path('$QWEN'))"
+    for pixels in cpu device; do
+        step "batched-answers-$pixels" 40 python3 -m bench.batched_answers --model "$QWEN" \
+            --device cuda --batch-sizes 32 --answers 32 --repeats 1 --no-alone \
+            --pixels "$pixels" --out "$OUT/batched-answers-$pixels.json"
+    done
+    note "done"
+    exit 0
+fi
 
 step tests 120 python3 -m pytest -q -rfEs -p no:cacheprovider tests/test_gpu_images.py \
     tests/test_transformers_batching.py::test_a_batch_on_the_gpu_writes_what_each_request_writes_alone

@@ -23,9 +23,11 @@ figures are written (--out) as soon as they are measured, so a run cut short kee
 - decode + preprocess: the same prefetch threads with no encoder;
 - encode only: the encoder on pixels already on its device, in the same batches.
 
-Paths (`--paths gpu|processor|both`): "gpu" (nvJPEG and the processor's recipe on the device,
-`indexes/encoders/gpu_images.py`; CUDA with torchvision only) and "processor" (Pillow and the
-Hugging Face processor in threads: the CPU path, and the GPU build's before issue 26).
+Paths (`--paths gpu|processor|both|gpu-resize`): "gpu" (nvJPEG and the processor's recipe on
+the device, `indexes/encoders/gpu_images.py`; CUDA with torchvision only) and "processor"
+(Pillow and the Hugging Face processor in threads: the CPU path, and the GPU build's before
+issue 26); `gpu-resize` measures the gpu path twice, "gpu_alone" resizing each image alone
+(as before issue 40) and "gpu" resizing the images of one size together.
 
 `--check`: on real photos (the sample corpus's 129 and scikit-learn's two, one of them also
 stored with an EXIF turn, in grey and as PNG) how far the encoder's path is from the CPU
@@ -68,7 +70,13 @@ from tests.helpers import SAMPLE, write_imgs_tsv
 from tests.tiny_models import tiny_clip
 
 MODELS = {"vit-b-32": {"vit_b_32": True}, "vit-l-14": {"vit_l_14": True}}
-PATHS = {"gpu": ("gpu",), "processor": ("processor",), "both": ("gpu", "processor")}
+PATHS = {
+    "gpu": ("gpu",),
+    "processor": ("processor",),
+    "both": ("gpu", "processor"),
+    # The GPU path with each image resized alone (as before issue 40), then as it is now.
+    "gpu-resize": ("gpu_alone", "gpu"),
+}
 DISTINCT_PHOTOS = 256
 
 
@@ -198,7 +206,9 @@ def throughput(
         }
         measured(result)
         for path in paths:
-            clip.gpu_images = pipeline if path == "gpu" else None
+            clip.gpu_images = pipeline if path.startswith("gpu") else None
+            if pipeline is not None:
+                pipeline.together = path != "gpu_alone"
             result[path] = timed_path(clip, store, refs, batch, workers, folder)
             measured(result)
 

@@ -6,16 +6,22 @@ Starts `mmrag serve` on the sample index (built and calibrated under var/bench i
 the embedded models, then for /v1/search and /v1/answer at each concurrency sends a bounded
 number of requests (and stops after --max-seconds), cycling through the sample questions.
 Reports requests/s, p50/p95/p99 latency of the 200s, and counts of 429s, other 4xx and 5xx.
+With --first-token, answers are also asked for as server-sent events (`stream: true`), and the
+client's time to the first `token` event (retrieval, selection and the prompt included: what a
+user waits for) is reported beside the whole answer's, with the server's own split of it
+(`first_token_s` from the start of generation, `retrieve_s`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -109,10 +115,17 @@ def start_server(index: Path, port: int, log: Path, workers: int) -> subprocess.
     raise SystemExit("server not ready in 120 s")
 
 
-async def load(
-    base: str, route: str, questions: list[str], concurrency: int, requests: int, max_seconds: float
-) -> dict:
-    latencies: list[float] = []
+async def drive(
+    base: str,
+    questions: list[str],
+    concurrency: int,
+    requests: int,
+    max_seconds: float,
+    ask: Callable[[httpx.AsyncClient, str], Awaitable[int]],
+) -> tuple[np.ndarray, float]:
+    """`concurrency` clients ask up to `requests` questions in turn, for at most
+    `max_seconds`; `ask(client, question)` sends one and returns its status (599: no answer).
+    Returns every status and the seconds it took."""
     statuses: list[int] = []
     counter = iter(range(requests))
     stop_at = time.monotonic() + max_seconds
@@ -124,30 +137,78 @@ async def load(
             for n in counter:
                 if time.monotonic() > stop_at:
                     return
-                began = time.perf_counter()
                 try:
-                    response = await client.post(
-                        route, json={"question": questions[n % len(questions)]}
-                    )
-                    statuses.append(response.status_code)
+                    statuses.append(await ask(client, questions[n % len(questions)]))
                 except httpx.HTTPError:
                     statuses.append(599)
-                if statuses[-1] == 200:
-                    latencies.append(time.perf_counter() - began)
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - started
-    codes = np.array(statuses)
+        return np.array(statuses), time.perf_counter() - started
+
+
+async def load(
+    base: str, route: str, questions: list[str], concurrency: int, requests: int, max_seconds: float
+) -> dict:
+    latencies: list[float] = []
+
+    async def ask(client: httpx.AsyncClient, question: str) -> int:
+        began = time.perf_counter()
+        response = await client.post(route, json={"question": question})
+        if response.status_code == 200:
+            latencies.append(time.perf_counter() - began)
+        return response.status_code
+
+    codes, elapsed = await drive(base, questions, concurrency, requests, max_seconds, ask)
     return {
         "route": route,
         "concurrency": concurrency,
-        "requests": len(statuses),
+        "requests": len(codes),
         "ok": int((codes == 200).sum()),
         "req_per_s": round(len(latencies) / elapsed, 1),
         **latency_percentiles(latencies, (50, 95, 99), digits=1),
         "status_429": int((codes == 429).sum()),
         "other_4xx": int(((codes >= 400) & (codes < 500) & (codes != 429)).sum()),
+        "errors_5xx": int((codes >= 500).sum()),
+    }
+
+
+async def streamed_load(
+    base: str, questions: list[str], concurrency: int, requests: int, max_seconds: float
+) -> dict:
+    """/v1/answer as server-sent events: time to the first token event and to the answer."""
+    first, whole, generation_first, retrieve = [], [], [], []
+
+    async def ask(client: httpx.AsyncClient, question: str) -> int:
+        began, first_at, event = time.perf_counter(), None, ""
+        body = {"question": question, "stream": True}
+        async with client.stream("POST", "/v1/answer", json=body) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    event = line[7:]
+                    if event == "token" and first_at is None:
+                        first_at = time.perf_counter() - began
+                elif line.startswith("data: ") and event == "answer":
+                    timings = json.loads(line[6:]).get("timings", {})
+                    generation_first.append(timings.get("first_token_s", 0.0))
+                    retrieve.append(timings.get("retrieve_s", 0.0))
+        if response.status_code == 200:
+            whole.append(time.perf_counter() - began)
+            if first_at is not None:
+                first.append(first_at)
+        return response.status_code
+
+    codes, elapsed = await drive(base, questions, concurrency, requests, max_seconds, ask)
+    return {
+        "route": "/v1/answer (stream)",
+        "concurrency": concurrency,
+        "requests": len(codes),
+        "ok": int((codes == 200).sum()),
+        "answers_per_s": round(len(whole) / elapsed, 2),
+        **latency_percentiles(whole, (50, 95), digits=1),
+        **latency_percentiles(first, (50, 95), digits=1, prefix="first_token_"),
+        **latency_percentiles(generation_first, (50,), digits=1, prefix="server_first_token_"),
+        **latency_percentiles(retrieve, (50,), digits=1, prefix="server_retrieve_"),
         "errors_5xx": int((codes >= 500).sum()),
     }
 
@@ -223,10 +284,18 @@ def main() -> None:
         default="python",
         help="load generator for /v1/search (answers always use python)",
     )
+    parser.add_argument(
+        "--index", type=Path, help="an index to serve (default: the sample's, built under workdir)"
+    )
+    parser.add_argument(
+        "--first-token",
+        action="store_true",
+        help="also stream answers (SSE) and time the first token at each concurrency",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
-    index = ensure_index(args.workdir / "service-index")
+    index = args.index or ensure_index(args.workdir / "service-index")
     questions = [q.question for q in iter_questions(SAMPLE / "WebQA_sample.json")]
     port = free_port()
     server = start_server(index, port, args.workdir / "service-bench.log", args.workers)
@@ -246,6 +315,12 @@ def main() -> None:
                     )
                 print(result, file=sys.stderr)
                 runs.append(result)
+        for concurrency in args.concurrency if args.first_token else []:
+            result = asyncio.run(
+                streamed_load(base, questions, concurrency, args.answer_requests, args.max_seconds)
+            )
+            print(result, file=sys.stderr)
+            runs.append(result)
     finally:
         server.terminate()
         server.wait(timeout=20)

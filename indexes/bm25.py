@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 import Stemmer
 from bm25s.tokenization import Tokenizer
 
+from mmrag.indexes.bm25_build import CorpusTokens, index_tokens
 from mmrag.indexes.errors import IndexFormatError
 
 BM25_DIR = "bm25"
@@ -63,28 +65,33 @@ def _chunks(texts: Iterable[str], size: int) -> Iterator[list[str]]:
 def top_k(
     scores: np.ndarray, k: int, rows: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows and scores of the k best, best first, equal scores in row order.
+    """Rows and scores of the k best, best first, equal scores in row order."""
+    if rows is None:
+        return best_of(scores, np.arange(len(scores)), k)
+    return best_of(scores[rows], np.asarray(rows), k)
+
+
+def best_of(values: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best (keys, values), best first, equal values in key order.
 
     argpartition keeps it O(n) over 930K rows, but which of several equal scores it leaves
     inside the first k is not defined (it differs between CPUs), so a tie at the k-th place is
-    settled here: every row scoring above the k-th score, then the lowest rows among those equal
-    to it.
+    settled here: every key scoring above the k-th score, then the lowest keys among those
+    equal to it.
     """
-    candidates = scores if rows is None else scores[rows]
-    k = min(k, len(candidates))
+    k = min(k, len(values))
     if k <= 0:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=scores.dtype)
-    keys = np.arange(len(candidates)) if rows is None else np.asarray(rows)
-    if k < len(candidates):
-        kth = candidates[np.argpartition(-candidates, k - 1)[k - 1]]
-        above = np.flatnonzero(candidates > kth)
-        tied = np.flatnonzero(candidates == kth)
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=values.dtype)
+    if k < len(values):
+        kth = values[np.argpartition(-values, k - 1)[k - 1]]
+        above = np.flatnonzero(values > kth)
+        tied = np.flatnonzero(values == kth)
         tied = tied[np.argsort(keys[tied], kind="stable")][: k - len(above)]
         best = np.concatenate([above, tied])
     else:
-        best = np.arange(len(candidates))
-    best = best[np.lexsort((keys[best], -candidates[best]))]
-    return keys[best].astype(np.int64), candidates[best]
+        best = np.arange(len(values))
+    best = best[np.lexsort((keys[best], -values[best]))]
+    return keys[best].astype(np.int64), values[best]
 
 
 class BM25Index:
@@ -98,19 +105,20 @@ class BM25Index:
         self._stopwords = frozenset(tokenizer.stopwords or ())
         self._stemmer = Stemmer.Stemmer(params.stemmer) if params.stemmer else None
         self._term_ids = {term: i for term, i in tokenizer.get_vocab_dict().items() if term}
+        # Plain arrays over the memory maps: slicing an np.memmap costs a Python-level wrapper.
+        self._matrix = tuple(np.asarray(model.scores[key]) for key in ("data", "indices", "indptr"))
+        self._local = threading.local()
 
     @classmethod
     def build(cls, texts: Iterable[str], params: BM25Params | None = None) -> BM25Index:
         """Tokenize as the texts stream past; only token ids are kept, never the texts."""
         params = params or BM25Params()
         tokenizer = make_tokenizer(params)
-        token_ids: list[list[int]] = []
+        tokens = CorpusTokens(tokenizer, params.splitter, params.stemmer)
         for chunk in _chunks(texts, TOKENIZE_CHUNK):
-            token_ids.extend(
-                tokenizer.tokenize(chunk, update_vocab=True, return_as="ids", show_progress=False)
-            )
+            tokens.add(chunk)
         model = bm25s.BM25(k1=params.k1, b=params.b, method=params.method)
-        model.index((token_ids, tokenizer.get_vocab_dict()), show_progress=False)
+        index_tokens(model, tokens)
         return cls(model, tokenizer, params)
 
     @property
@@ -124,12 +132,61 @@ class BM25Index:
         terms = self._stemmer.stemWords(words) if self._stemmer else words
         return [self._term_ids[term] for term in terms if term in self._term_ids]
 
+    def _postings(self, ids: list[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(rows, score contributions) of each query term, in query order. The rows as intp:
+        numpy indexes with those 2-3 times faster than with the int32 stored."""
+        data, indices, indptr = self._matrix
+        for term in ids:
+            start, stop = indptr[term], indptr[term + 1]
+            yield indices[start:stop].astype(np.intp), data[start:stop]
+
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every document; a query with no known term scores all zero."""
+        """BM25 score of every document; a query with no known term scores all zero.
+
+        bm25s's own sum, term by term, without its `np.add.at`: a term's documents are
+        distinct, so a plain indexed add does the same float32 additions in the same order,
+        several times faster (BENCHMARKS.md, "BM25").
+        """
         ids = self.query_ids(query)
-        if not ids:
-            return np.zeros(self.num_docs, dtype=np.float32)
-        return self.model.get_scores_from_ids(ids)
+        scores = np.zeros(self.num_docs, dtype=self.model.dtype)
+        for rows, contributions in self._postings(ids):
+            scores[rows] += contributions
+        if self.model.nonoccurrence_array is not None and ids:  # BM25L, BM25+
+            scores += self.model.nonoccurrence_array[ids].sum()
+        return scores
+
+    def hits(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows scoring above zero, in no set order; their scores): all that a ranked list
+        keeps (a row sharing no term with the query is no hit).
+
+        Summed as `scores` sums, but into this thread's scratch array, and then each reached
+        row is read and cleared where a term first reaches it (a second term finds it cleared):
+        no pass over, and no fresh allocation of, every row of a 930K index (BENCHMARKS.md,
+        "BM25").
+        """
+        if self.model.nonoccurrence_array is not None:  # BM25L, BM25+: every row scores
+            scores = self.scores(query)
+            rows = np.flatnonzero(scores > 0)
+            return rows, scores[rows]
+        sums = self._scratch()
+        postings = list(self._postings(self.query_ids(query)))
+        for rows, contributions in postings:
+            sums[rows] += contributions
+        found_rows, found_values = [np.empty(0, np.int64)], [np.empty(0, sums.dtype)]
+        for rows, _ in postings:
+            values = sums.take(rows)
+            sums[rows] = 0
+            positive = values > 0
+            found_rows.append(rows[positive])
+            found_values.append(values[positive])
+        return np.concatenate(found_rows), np.concatenate(found_values)
+
+    def _scratch(self) -> np.ndarray:
+        """Per thread, a zeroed score per row, left zeroed after each use."""
+        sums = getattr(self._local, "sums", None)
+        if sums is None:
+            sums = self._local.sums = np.zeros(self.num_docs, dtype=self.model.dtype)
+        return sums
 
     def search(self, query: str, k: int, rows: np.ndarray | None = None):
         """Top-k (rows, scores), optionally among a subset of rows (one modality)."""

@@ -37,7 +37,7 @@ from mmrag.indexes.manifest import (
 )
 from mmrag.indexes.ocr.build import OcrOptions, build_ocr
 from mmrag.indexes.outputs import Output, check_output_path
-from mmrag.indexes.sources import Modality, Source
+from mmrag.indexes.sources import Source
 from mmrag.indexes.store import STORE_DIR, SourceStore, SourceStoreWriter
 
 CAPTIONS_ONLY = "none: no CLIP checkpoint configured, images are reached through their captions"
@@ -278,9 +278,6 @@ class Collection:
             for name, entry in components.items()
             if name.startswith("dense/")
         }
-
-    def rows(self, modality: Modality | None) -> Any:
-        return None if modality is None else self.store.rows_by_modality[modality]
 
     @property
     def images(self) -> ImageStore | None:

@@ -15,7 +15,7 @@ from typing import get_args
 
 import numpy as np
 
-from mmrag.indexes.bm25 import top_k
+from mmrag.indexes.bm25 import best_of
 from mmrag.indexes.collection import Collection
 from mmrag.indexes.encoders.base import EncoderInfo
 from mmrag.indexes.encoders.batching import shared_batcher
@@ -125,8 +125,19 @@ class HybridRetriever:
         ocr = self.collection.ocr_bm25.scores(question) if OCR in fields else None
         return {field: ocr if field == OCR else main for field in fields}
 
-    def _rows(self, field: str):
-        return self.collection.rows("image" if field == OCR else field)
+    def _bm25_hits(
+        self, question: str, fields: list[str]
+    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per field, the rows of its modality that score above zero and their scores."""
+        main = self.collection.bm25.hits(question)
+        ocr = self.collection.ocr_bm25.hits(question) if OCR in fields else None
+        codes = np.asarray(self.collection.store.modality_codes)
+        hits = {}
+        for field in fields:
+            rows, values = ocr if field == OCR else main
+            keep = codes.take(rows) == MODALITY_CODES["image" if field == OCR else field]
+            hits[field] = (rows.compress(keep), values.compress(keep))
+        return hits
 
     def ranked_lists(
         self, question: str, modalities: Iterable[Modality] = MODALITIES, depth: int | None = None
@@ -135,10 +146,9 @@ class HybridRetriever:
         fields = self.fields(modalities)
         lists: fusion.RankedLists = {}
         if "bm25" in self.retrievers:
-            for field, scores in self._bm25_scores(question, fields).items():
-                rows, values = top_k(scores, depth, self._rows(field))
-                matched = values > 0  # rows sharing no term with the question are not hits
-                lists[f"bm25/{field}"] = (rows[matched], values[matched])
+            # Rows sharing no term with the question are not hits: only the others are ranked.
+            for field, (rows, values) in self._bm25_hits(question, fields).items():
+                lists[f"bm25/{field}"] = best_of(values, rows, depth)
         for kind, encoder in self._encoders.items():
             query = encoder.encode_texts([question])
             for field in fields:

@@ -1,13 +1,24 @@
 """Shared fixtures: tiny corpora in the real WebQA release format, the sample indexes, models
-and servers. The helpers they use are in tests/helpers.py."""
+and servers. The helpers they use are in tests/helpers.py.
+
+`make test` runs the suite in pytest-xdist workers (one per core), each a session of its own:
+what tests only read (the sample indexes, a tiny model on disk) is built once for the whole run
+by `built_once`, and the tests that share a Ray cluster run on one worker (`RAY_GROUP`), so
+that one cluster is started, not one per worker. A new session fixture that builds something
+slow and read-only should go through `built_once` too.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from tests.helpers import (
     SAMPLE,
@@ -21,6 +32,34 @@ from tests.helpers import (
     two_node_cluster,
     write_imgs_tsv,
 )
+
+RAY_GROUP = "ray-cluster"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's `--dist loadgroup`, every test on the Ray cluster goes to one
+    worker (elsewhere the marker does nothing)."""
+    for item in items:
+        if "cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(RAY_GROUP))
+
+
+def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """The folder `name`, filled by `build(folder)` once per test run. Under pytest-xdist each
+    worker is a session of its own: the first to ask builds it in the run's shared temp folder
+    (under a file lock), the others wait and read what it built. Only for what tests read and
+    never change."""
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    folder, built = root / name, root / f"{name}.built"
+    with FileLock(str(root / f"{name}.lock")):
+        if not built.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            built.touch()
+    return folder
 
 
 @pytest.fixture
@@ -70,9 +109,10 @@ def tiny_webqa(tmp_path: Path) -> dict[str, Path]:
 def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from mmrag.indexes.collection import build_index
 
-    out = tmp_path_factory.mktemp("sample") / "index"
-    build_index([SAMPLE_JSON], out, images=SAMPLE / "imgs.tsv")
-    return out
+    def build(folder: Path) -> None:
+        build_index([SAMPLE_JSON], folder / "index", images=SAMPLE / "imgs.tsv")
+
+    return built_once(tmp_path_factory, "sample", build) / "index"
 
 
 @pytest.fixture(scope="session")
@@ -90,28 +130,33 @@ def minilm():
 
 
 @pytest.fixture(scope="session")
-def hybrid_index(tmp_path_factory: pytest.TempPathFactory, minilm) -> Path:
+def hybrid_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample corpus as `make serve` builds it: BM25 + MiniLM over captions, snippets and
     the text PP-OCR reads in the images, calibrated on its train split."""
-    from mmrag.indexes.collection import build_index
-    from mmrag.indexes.ocr.build import OcrOptions
 
-    out = tmp_path_factory.mktemp("hybrid") / "index"
-    ocr = OcrOptions(workers=2, cache=out.with_name("ocr-cache.jsonl"))
-    build_index([SAMPLE_JSON], out, images=SAMPLE / "imgs.tsv", text_embedder=minilm, ocr=ocr)
-    result = run_mmrag(
-        "retrieval",
-        "calibrate",
-        "--index",
-        str(out),
-        "--questions",
-        str(SAMPLE_JSON),
-        "--split",
-        "train",
-    )
-    assert result.returncode == 0, result.stderr
-    assert "calibrated 6 lists on 15 questions" in result.stdout
-    return out
+    def build(folder: Path) -> None:
+        from mmrag.indexes.collection import build_index
+        from mmrag.indexes.encoders.loading import text_encoder
+        from mmrag.indexes.ocr.build import OcrOptions
+
+        out = folder / "index"
+        minilm = text_encoder("sentence-transformers/all-MiniLM-L6-v2")
+        ocr = OcrOptions(workers=2, cache=folder / "ocr-cache.jsonl")
+        build_index([SAMPLE_JSON], out, images=SAMPLE / "imgs.tsv", text_embedder=minilm, ocr=ocr)
+        result = run_mmrag(
+            "retrieval",
+            "calibrate",
+            "--index",
+            str(out),
+            "--questions",
+            str(SAMPLE_JSON),
+            "--split",
+            "train",
+        )
+        assert result.returncode == 0, result.stderr
+        assert "calibrated 6 lists on 15 questions" in result.stdout
+
+    return built_once(tmp_path_factory, "hybrid", build) / "index"
 
 
 @pytest.fixture(scope="session")
@@ -163,7 +208,7 @@ def llama_server(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
 def tiny_owlv2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.tiny_models import tiny_owl
 
-    return tiny_owl(tmp_path_factory.mktemp("tiny-owlv2"))
+    return built_once(tmp_path_factory, "tiny-owlv2", tiny_owl)
 
 
 @pytest.fixture(scope="session")

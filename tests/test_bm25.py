@@ -7,7 +7,7 @@ import random
 import numpy as np
 import rank_bm25
 
-from mmrag.indexes.bm25 import BM25Index, BM25Params, top_k
+from mmrag.indexes.bm25 import BM25Index, BM25Params, best_of, top_k
 
 WORDS = [f"w{n}" for n in range(400)]
 
@@ -103,3 +103,64 @@ def test_save_and_load_round_trip(tmp_path):
     loaded = BM25Index.load(tmp_path)
     assert loaded.params == index.params
     np.testing.assert_array_equal(loaded.scores("w3 w17 w40"), index.scores("w3 w17 w40"))
+
+
+def test_the_build_is_bm25s_own_index_bit_for_bit(monkeypatch):
+    """The whole-array build gives bm25s's document-at-a-time index exactly: the same ids in
+    the same order, the same float32 scores, for every scoring method, across chunk
+    boundaries, with texts that have no word or only stop words."""
+    import bm25s
+
+    from mmrag.indexes import bm25 as bm25_module
+    from mmrag.indexes.bm25 import make_tokenizer
+    from mmrag.indexes.bm25_build import index_as_bm25s
+
+    monkeypatch.setattr(bm25_module, "TOKENIZE_CHUNK", 7)
+    rng = random.Random(5)
+    words = [*WORDS[:60], "Running", "runs", "the", "Of", "lighthouses", "ΟΔΟΣ", "9", "café"]
+    texts = [" ".join(rng.choices(words, k=rng.randint(0, 25))) for _ in range(120)]
+    texts += ["", "the of a", "!!!"]
+    for params in [
+        BM25Params(),
+        BM25Params(method="robertson", stemmer=None, stopwords=None),
+        BM25Params(method="bm25+", lower=False),
+        BM25Params(method="bm25l"),
+        BM25Params(method="atire"),
+    ]:
+        ours = BM25Index.build(texts, params)
+        tokenizer = make_tokenizer(params)
+        theirs = bm25s.BM25(k1=params.k1, b=params.b, method=params.method)
+        index_as_bm25s(theirs, tokenizer, texts)
+        for key in ("data", "indices", "indptr"):
+            assert ours.model.scores[key].dtype == theirs.scores[key].dtype
+            np.testing.assert_array_equal(ours.model.scores[key], theirs.scores[key])
+        assert ours.num_docs == len(texts)
+        assert list(ours.tokenizer.word_to_id.items()) == list(tokenizer.word_to_id.items())
+        assert list(ours.tokenizer.stem_to_sid.items()) == list(tokenizer.stem_to_sid.items())
+        assert ours.model.vocab_dict == theirs.vocab_dict
+        if theirs.nonoccurrence_array is not None:
+            np.testing.assert_array_equal(
+                ours.model.nonoccurrence_array, theirs.nonoccurrence_array
+            )
+        for query in ["running lighthouse", "w3 w4 w5 w5", "ΟΔΟΣ 9"]:
+            ids = ours.query_ids(query)
+            assert ids
+            np.testing.assert_array_equal(ours.scores(query), theirs.get_scores_from_ids(ids))
+
+
+def test_hits_are_the_rows_a_ranked_list_keeps():
+    texts = zipf_corpus(400, seed=9)
+    index = BM25Index.build(texts)
+    subset = np.arange(0, 400, 3)
+    for query in ["w5 w90", "w1 w2 w3 w4", "w399 nothing", "w7 w7 w8"]:
+        rows, values = index.hits(query)
+        assert len(rows) and (values > 0).all()
+        scores = index.scores(query)
+        np.testing.assert_array_equal(np.sort(rows), np.flatnonzero(scores > 0))
+        np.testing.assert_array_equal(values, scores[rows])
+        # Ranking the hits of a subset is ranking the subset and dropping the non-hits.
+        top, top_values = top_k(scores, 50, subset)
+        in_subset = np.isin(rows, subset)
+        best, best_values = best_of(values[in_subset], rows[in_subset], 50)
+        np.testing.assert_array_equal(best, top[top_values > 0])
+        np.testing.assert_array_equal(best_values, top_values[top_values > 0])

@@ -122,3 +122,16 @@ def test_jsonl_errors_name_the_line(tmp_path: Path, line: str, message: str):
     path.write_text('{"id": "ok", "text": "fine"}\n' + line + "\n")
     with pytest.raises(CorpusError, match=message):
         list(read_corpus([path]))
+
+
+def test_a_source_stores_every_corpus_field():
+    """`to_dict` is written out (faster than `asdict`): a field added to Source must be added
+    there too, or the store would silently drop it."""
+    from dataclasses import fields
+
+    from mmrag.indexes.sources import Source
+
+    source = Source(id="s1", modality="image", title="T", text="x", url="u", image_ref="1.jpg")
+    record = source.to_dict()
+    assert list(record) == [f.name for f in fields(Source) if f.name != "ocr"]
+    assert Source.from_dict(record) == source

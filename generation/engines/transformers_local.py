@@ -86,6 +86,13 @@ class TransformersEngine(InProcess):
                 f"the transformers engine cannot load {name_or_path!r}{hint}: {message}"
             ) from None
         self.model.to(self.device).eval()
+        # A VLM's pixels are resized and normalised where the model runs when its processor can
+        # (transformers' torch-backed "fast" image processors take `device`): on a GPU host the
+        # per-request CPU work of 32 concurrent callers, serialised by the GIL, came before
+        # their batch. `None` prepares them on the CPU (bench/batched_answers.py --pixels cpu).
+        image_processor = getattr(self.processor, "image_processor", None)
+        fast = type(image_processor).__name__.endswith("Fast")
+        self.pixels_on: str | None = self.device if fast and self.device != "cpu" else None
         self.info = EngineInfo(name="transformers", model=name_or_path, accepts_images=self.vision)
         pad = self.tokenizer.pad_token_id
         self.pad_id: int = self.tokenizer.eos_token_id if pad is None else pad
@@ -139,7 +146,10 @@ class TransformersEngine(InProcess):
         prompt = self.processor.apply_chat_template(
             templated, add_generation_prompt=True, tokenize=False
         )
-        inputs = self.processor(text=prompt, images=images or None, return_tensors="pt")
+        on_device = {"device": self.pixels_on} if images and self.pixels_on else {}
+        inputs = self.processor(
+            text=prompt, images=images or None, return_tensors="pt", **on_device
+        )
         return inputs.to(self.device)
 
     def _generate_options(self, max_tokens: int, temperature: float) -> dict[str, Any]:

@@ -125,31 +125,50 @@ class PixelRecipe:
         edge = self.shortest_edge
         return (long, edge) if width <= height else (edge, long)
 
-    def apply(self, images: Sequence[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
+    def apply(
+        self, images: Sequence[torch.Tensor], dtype: torch.dtype, *, together: bool = True
+    ) -> torch.Tensor:
         """(N, 3, H, W) model input from (3, h, w) uint8 images on one device.
 
         Each image is resized in float in Pillow's two passes, each rounded to whole levels as
         Pillow's uint8 passes leave them (`pillow_passes`), then cropped with its top-left
         corner at the floor of the margin, as the processor crops; rescaling and normalisation
-        run once over the batch."""
+        run once over the batch. Images of one size are resized together: every op is one
+        launch for the group instead of one per image (on a GPU host the per-image Python and
+        launch cost held the GIL that the prefetch threads share), and each image's pixels are
+        the same as alone, since the resize treats the images of a batch independently.
+        `together=False` resizes each image alone, as before (bench/gpu_images.py --resize)."""
         import torch
-        import torch.nn.functional as F
 
         device = images[0].device if images else "cpu"
         height, width = self.crop or self.size or (0, 0)  # `of` promises one of them
         batch = torch.empty((len(images), 3, height, width), dtype=torch.float32, device=device)
+        by_size: dict[tuple[int, int, int], list[int]] = {}
         for i, image in enumerate(images):
-            pixels = image.unsqueeze(0).float()
-            target = self.resized(*image.shape[-2:])
-            for size in pillow_passes(*image.shape[-2:], *target):
-                if size != tuple(pixels.shape[-2:]):
-                    pixels = F.interpolate(pixels, size, mode=self.mode, antialias=True)
-                    pixels = pixels.round_().clamp_(0, 255)
-            top, left = (target[0] - height) // 2, (target[1] - width) // 2
-            batch[i] = pixels[0, :, top : top + height, left : left + width]
+            by_size.setdefault((*image.shape[-2:], 0 if together else i), []).append(i)
+        for (*size, _), members in by_size.items():
+            resized = self._resized(torch.stack([images[i] for i in members]), tuple(size))
+            if len(members) == len(images):
+                batch.copy_(resized)
+            else:
+                batch[members] = resized
         mean = torch.tensor(self.mean, device=device).view(1, 3, 1, 1)
         std = torch.tensor(self.std, device=device).view(1, 3, 1, 1)
         return batch.mul_(self.scale).sub_(mean).div_(std).to(dtype)
+
+    def _resized(self, images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+        """(n, 3, h, w) uint8 images of one `size` resized and cropped, in float."""
+        import torch.nn.functional as F
+
+        height, width = self.crop or self.size or (0, 0)
+        pixels = images.float()
+        target = self.resized(*size)
+        for step in pillow_passes(*size, *target):
+            if step != tuple(pixels.shape[-2:]):
+                pixels = F.interpolate(pixels, step, mode=self.mode, antialias=True)
+                pixels = pixels.round_().clamp_(0, 255)
+        top, left = (target[0] - height) // 2, (target[1] - width) // 2
+        return pixels[:, :, top : top + height, left : left + width]
 
 
 def pillow_passes(
@@ -234,6 +253,7 @@ class GpuImages:
         self.device = device
         self.dtype = dtype
         self.decode = decode
+        self.together = True  # images of one size resized as one batch (`PixelRecipe.apply`)
         self._streams = threading.local()
         # The decoder is handed the image bytes as read (`torch.frombuffer`, no copy): torch
         # warns that they are read-only, and nvJPEG only reads them.
@@ -244,7 +264,7 @@ class GpuImages:
         device, computed on this thread's stream and finished before it is returned."""
         with self._own_stream():
             images, decoded = self._upright(store, refs)
-            return self.recipe.apply(images, self.dtype), decoded
+            return self.recipe.apply(images, self.dtype, together=self.together), decoded
 
     @contextmanager
     def _own_stream(self) -> Iterator[None]:
