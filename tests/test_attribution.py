@@ -399,11 +399,11 @@ def test_an_answer_about_this_photo_cites_it_or_a_source_about_what_it_shows(att
     # Grounded word by word, the verifier now declines it itself; were it kept, it cites
     # nothing about this bus.
     assert attributor.attribute(question, framed).attribution == "declined"
-    assert not cites_what_is_pointed_at(question, framed, "upload-1")
+    assert not cites_what_is_pointed_at(read_question(question), framed, "upload-1")
     read = answered('The bus says "cero emisiones" [1].', [photo, cat])
-    assert cites_what_is_pointed_at(question, read, "upload-1")
+    assert cites_what_is_pointed_at(read_question(question), read, "upload-1")
     about_buses = answered("Madrid's buses run on natural gas [2].", [photo, buses])
-    assert cites_what_is_pointed_at(question, about_buses, "upload-1")
+    assert cites_what_is_pointed_at(read_question(question), about_buses, "upload-1")
     assert cites_what_is_pointed_at("What colour is the cat?", framed, "upload-1")
 
 

@@ -399,9 +399,8 @@ def _edges(said: Reading, words: set[int], through: set[int]) -> dict[tuple[int,
                     found[(min(i, j), max(i, j))] = Link(link.predicate or bool(ends), compared)
                 elif not word.content:
                     frontier.append((j, Link(link.predicate, compared)))
-                elif j in through:  # a measure's dimension ("deep") relates nothing
-                    verb = word.pos in _PREDICATES and word.lemma not in DIMENSIONS
-                    frontier.append((j, Link(link.predicate or verb, compared)))
+                elif j in through:  # a measure ("60 metres deep") is said of its thing only
+                    frontier.append((j, Link(link.predicate or word.pos in _PREDICATES, compared)))
     return dict(sorted(found.items()))
 
 
@@ -502,7 +501,9 @@ def _between(reading: Reading, a: int, b: int, claimed: set[int] = frozenset()) 
         here, before, after = words[path[step]], words[path[step - 1]], words[path[step + 1]]
         if not here.content or here.dep in _JOINED or here.i in claimed:
             continue
-        if here.lemma in UNITS or here.lemma in DIMENSIONS:  # "runs for 9 kilometres"
+        # a measure's unit or dimension ("runs for 9 kilometres", "is 300 metres long"), not
+        # a dimension said of another thing ("twice the length of the old harbour wall")
+        if here.lemma in UNITS or (here.lemma in DIMENSIONS and here.pos != "NOUN"):
             continue
         hanging = [w for w in (before, after) if w.head == here.i]
         listed = here.pos in ("NOUN", "PROPN")
