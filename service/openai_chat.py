@@ -190,7 +190,7 @@ class Grounding(BaseModel):
     )
     abstained: bool = Field(description="true when no source supports an answer")
     generation_error: str | None = None
-    timings: dict[str, float]
+    timings: dict[str, float | str] = Field(description="as /v1/answer's")
     max_tokens_note: str | None = Field(
         None,
         description="set when the request's max_tokens does not bound the content: the "

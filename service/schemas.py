@@ -265,7 +265,11 @@ class AnswerResponse(BaseModel):
     answer_without_markers: str = Field(description="the sentence as WebQA scoring reads it")
     citations: list[CitationOut]
     sources: list[SourceOut] = Field(description="the numbered sources, [1] first")
-    timings: dict[str, float]
+    timings: dict[str, float | str] = Field(
+        description="seconds per stage (`retrieve_s`, `generate_s`, `verify_s` ...); "
+        "`stopped_in` names the stage the deadline stopped (ocr, resolve, retrieve, generate, "
+        "verify or ground), when it did"
+    )
     generation_error: str | None = Field(
         None, description="why no answer was written; the sources are still the retrieved ones"
     )
