@@ -260,6 +260,8 @@ class DirectoryImageStore:
 
     def read_bytes(self, image_ref: str) -> bytes:
         return self._path(image_ref).read_bytes()
+        if "\x00" in image_ref:  # no file has one; os.stat raises a ValueError on it
+            raise ImageNotFound(f"image {image_ref!r} is not in {self.root}")
 
     def probe(self, image_ref: str) -> None:
         """The file exists and starts with an image signature."""
