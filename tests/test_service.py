@@ -428,3 +428,54 @@ def test_a_decline_is_marked_in_json_in_the_last_event_and_in_metrics(pipeline):
         text = client.get("/metrics").text
     assert 'mmrag_answers_total{attribution="declined"} 2.0' in text
     assert f'mmrag_answers_total{{attribution="{answered["attribution"]}"}}' in text
+
+
+def rle_bmp(width: int = 6000, height: int = 6000) -> bytes:
+    """A 1 KB BMP whose header claims `width` x `height` pixels of RLE-8 data it does not hold:
+    within the pixel limit, and Pillow's decoder fails with a ValueError, not an OSError."""
+    import struct
+
+    palette, payload = b"\0\0\0\0" * 256, b"\0\0" * 10
+    offset = 14 + 40 + len(palette)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 8, 1, len(payload), 0, 0, 256, 0)
+    head = b"BM" + struct.pack("<IHHI", offset + len(payload), 0, 0, offset)
+    return head + info + palette + payload
+
+
+def test_an_image_no_decoder_can_read_is_a_422_on_every_route_and_one_line_in_the_cli(
+    pipeline, tmp_path: Path
+):
+    """Issue 37: a 1,080-byte RLE BMP claiming 6000 x 6000 pixels reached a 500 on
+    /v1/answer (only OSError was caught), a plain-text 500 on the chat route, and a traceback
+    from `mmrag ask --image`."""
+    import base64
+
+    bmp = rle_bmp()
+    assert len(bmp) < 2_000
+    form = {"question": "What does the sign say?"}
+    with client_for(pipeline) as client:
+        upload = {"image": ("sign.bmp", bmp, "image/bmp")}
+        for route in ("/v1/answer", "/v1/rationale"):
+            response = client.post(route, data=form, files=upload)
+            assert response.status_code == 422, (route, response.text)
+            assert response.json()["detail"].startswith("undecodable image"), route
+        url = f"data:image/bmp;base64,{base64.b64encode(bmp).decode()}"
+        parts = [{"type": "text", "text": form["question"]}, {"type": "image_url"}]
+        parts[1]["image_url"] = {"url": url}
+        model = client.get("/v1/models").json()["data"][0]["id"]
+        chat = {"model": model, "messages": [{"role": "user", "content": parts}]}
+        response = client.post("/v1/chat/completions", json=chat)
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error["message"].startswith("undecodable image") and error["code"] == "422"
+    image = tmp_path / "sign.bmp"
+    image.write_bytes(bmp)
+    index = str(pipeline.retriever.collection.root)
+    for command in (
+        ["ask", form["question"], "--index", index],
+        ["rationale", "--question", form["question"]],
+        ["ground", "--question", form["question"]],
+    ):
+        result = run_mmrag(*command, "--image", str(image))
+        assert_one_line_error(result, "undecodable image")
+
