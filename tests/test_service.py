@@ -479,3 +479,37 @@ def test_an_image_no_decoder_can_read_is_a_422_on_every_route_and_one_line_in_th
         result = run_mmrag(*command, "--image", str(image))
         assert_one_line_error(result, "undecodable image")
 
+
+def test_every_error_of_the_chat_route_is_in_openais_shape(pipeline, monkeypatch):
+    """Issue 37: a body over the limit on the chat route was `{"detail"}`, which OpenAI's
+    clients do not read, and a failure no route expected was plain text."""
+    with client_for(pipeline, max_body_bytes=2048) as client:
+        model = client.get("/v1/models").json()["data"][0]["id"]
+        big = {"model": model, "messages": [{"role": "user", "content": "door " * 1000}]}
+        response = client.post("/v1/chat/completions", json=big)
+        assert response.status_code == 413
+        assert response.json() == {
+            "error": {
+                "message": "request body larger than 2048 bytes",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "413",
+            }
+        }
+        elsewhere = client.post("/v1/answer", json={"question": "door " * 1000})
+        assert elsewhere.json() == {"detail": "request body larger than 2048 bytes"}
+
+    from mmrag.service.routes import chat
+
+    def broken(*_args):  # a bug stands in for any failure no route expects
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(chat, "conversation_of", broken)
+    app = create_app(Settings(index=pipeline.retriever.collection.root), pipeline)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        body = {"model": model, "messages": [{"role": "user", "content": "door"}]}
+        response = client.post("/v1/chat/completions", json=body)
+        assert response.status_code == 500
+        error = response.json()["error"]
+        assert error["type"] == "server_error" and "RuntimeError" in error["message"]
+        assert "a bug" not in error["message"]  # the log has it, not the client
