@@ -99,9 +99,6 @@ def runners_up(selection: Selection) -> tuple[SourceLike, ...]:
     return tuple(rest[:RUNNERS_UP])
 
 
-NOTHING_SELECTED = Selection([], [])
-
-
 def unanswered(selection: Selection, timings: Timings, error: str, question: str) -> QAResult:
     """The selected sources without an answer, saying why."""
     sources = [scored.source for scored in selection.selected]
@@ -226,7 +223,7 @@ class QARun:
         """The whole answer, or what there is of it where a stage stopped (`Stopped`)."""
         abstain = asked.abstain or pipeline.abstain
         question, image = asked.question, options["image"]
-        timings, selection = Timings(), NOTHING_SELECTED
+        timings, selection = Timings(), Selection(selected=[], considered=[])
         # Past the deadline already: the user's photo was read until it ran out. The sources
         # still come back (retrieval is short), found by the question as asked.
         read_out = image is not None and self.deadline.stopped()
