@@ -19,13 +19,13 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from mmrag.core.attachments import AttachedImage
 from mmrag.core.conversation import Resolver, RuleResolver
-from mmrag.core.deadline import Deadline
 from mmrag.core.steps import StepContext, after_generation
 from mmrag.generation.grounding import CitationGrounder
 from mmrag.generation.reading.question import read_question
@@ -36,6 +36,7 @@ from mmrag.generation.writer import AnswerWriter
 from mmrag.retrieval.hybrid import HybridRetriever
 from mmrag.retrieval.rerank import ScoredSource, Selection, SourceSelector
 from mmrag.retrieval.types import ModalityFilter
+from mmrag.runtime.deadline import Deadline, Stopped, stage, working
 
 # How long past the deadline a consumer waits for the worker to report the timeout itself.
 DEADLINE_GRACE_S = 0.5
@@ -55,7 +56,8 @@ def runs_in_flight() -> int:
 
 @dataclass
 class Timings:
-    """Seconds per stage of one question; `first_token_s` counts from the start of generation."""
+    """Seconds per stage of one question; `first_token_s` counts from the start of generation.
+    `stopped_in` names the stage the deadline (or the client's leaving) stopped, if one did."""
 
     ocr_s: float = 0.0  # reading the text of an attached photo
     resolve_s: float = 0.0  # a follow-up made a standalone question from the conversation
@@ -65,9 +67,14 @@ class Timings:
     first_token_s: float = 0.0
     verify_s: float = 0.0  # checking each citation against its source
     ground_s: float = 0.0  # boxing the region of each cited image that supports the answer
+    stopped_in: str = ""  # "ocr", "resolve", "retrieve", "generate", "verify" or "ground"
 
-    def as_dict(self) -> dict[str, float]:
-        return asdict(self)
+    def as_dict(self) -> dict[str, float | str]:
+        """The seconds per stage, and `stopped_in` when a stage was stopped."""
+        found: dict[str, float | str] = asdict(self)
+        if not self.stopped_in:
+            del found["stopped_in"]
+        return found
 
     def add(self, stage: str, seconds: float) -> None:
         setattr(self, stage, getattr(self, stage) + seconds)
@@ -117,6 +124,12 @@ class QARun:
 
     `close()` stops the run at its next token and may be called from any thread, any number of
     times: the service calls it when a client goes away. It cancels the run's deadline.
+
+    Every stage checks the deadline between bounded steps (`runtime.deadline`): past it, the
+    run ends with the sources selected so far and no answer (an answer checked in part is no
+    checked answer), `generation_error` saying why and `timings.stopped_in` where; boxing,
+    the last step, leaves a checked answer without boxes. `when_stopped` runs a callback once
+    the worker has stopped working (the service frees the answer slot then, not before).
     """
 
     def __init__(
@@ -126,6 +139,9 @@ class QARun:
         self.deadline = deadline
         self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._generating: tuple[Selection, Timings, float, str] | None = None
+        self._stopped = False
+        self._on_stop: list[Callable[[], None]] = []
+        self._stop_lock = threading.Lock()
         self._worker = threading.Thread(
             target=self._work, args=(pipeline, asked, options), name="qa-run", daemon=True
         )
@@ -143,6 +159,15 @@ class QARun:
     def close(self) -> None:
         """Stop at the next token; never blocks, so an event loop may call it."""
         self.deadline.cancel()
+
+    def when_stopped(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once the worker has stopped working: now, if it has (on this
+        thread), else on the worker's thread as it stops."""
+        with self._stop_lock:
+            if not self._stopped:
+                self._on_stop.append(callback)
+                return
+        callback()
 
     def wait(self) -> QAResult:
         for _ in self:
@@ -180,21 +205,39 @@ class QARun:
             return "done", unanswered(selection, timings, self.deadline.timed_out(), question)
 
     def _work(self, pipeline: QAPipeline, asked: Asked, options: dict) -> None:
+        event: tuple[str, Any]
+        try:
+            with working(self.deadline):
+                event = ("done", self._answer(pipeline, asked, options))
+        except BaseException as exc:  # handed to the consumer, who raises it
+            event = ("error", exc)
+        finally:
+            _workers.discard(threading.current_thread())
+            with self._stop_lock:
+                self._stopped = True
+                callbacks, self._on_stop = self._on_stop, []
+        for callback in callbacks:
+            callback()
+        self._events.put(event)
+
+    def _answer(self, pipeline: QAPipeline, asked: Asked, options: dict) -> QAResult:
+        """The whole answer, or what there is of it where a stage stopped (`Stopped`)."""
         abstain = asked.abstain or pipeline.abstain
         question, image = asked.question, options["image"]
+        timings, selection = Timings(), Selection(selected=[], considered=[])
+        # Past the deadline already: the user's photo was read until it ran out. The sources
+        # still come back (retrieval is short), found by the question as asked.
+        read_out = image is not None and self.deadline.stopped()
         try:
-            timings = Timings()
-            if asked.conversation:
-                resolving = time.perf_counter()
-                question = pipeline.resolver.resolve(asked.conversation, question)
-                timings.resolve_s = time.perf_counter() - resolving
-            asked_question = read_question(question)  # read once, for every stage after
-            selection = pipeline.select(question, timings, **options)
+            if asked.conversation and not read_out:
+                with stage("resolve"), _timed(timings, "resolve_s"):
+                    question = pipeline.resolver.resolve(asked.conversation, question)
+            with stage("retrieve"):
+                asked_question = read_question(question)  # read once, for every stage after
+                selection = pipeline.select(question, timings, **options)
+                self.deadline.check("ocr" if read_out else None)
             started = time.monotonic()
             self._events.put(("generating", (selection, timings, started, question)))
-            if (reason := self.deadline.why_stop()) is not None:
-                self._events.put(("done", unanswered(selection, timings, reason, question)))
-                return
             answer = pipeline.writer.write(
                 asked_question,
                 [scored.source for scored in selection.selected],
@@ -205,18 +248,34 @@ class QARun:
             )
             timings.generate_s = answer.timings["generate_s"]
             timings.first_token_s = answer.timings["first_token_s"]
-            context = StepContext(
-                asked_question, image, abstain == "auto", self.deadline, runners_up(selection)
-            )
+            if answer.generation_error and self.deadline.stopped():  # the engine stopped
+                timings.stopped_in = "generate"
+                return QAResult(answer, selection, timings, question)
+            context = StepContext(asked_question, image, abstain == "auto", runners_up(selection))
             for step in pipeline.steps:
-                began = time.perf_counter()
-                answer = step(answer, context)
-                timings.add(step.timing, time.perf_counter() - began)
-            self._events.put(("done", QAResult(answer, selection, timings, question)))
-        except BaseException as exc:  # handed to the consumer, who raises it
-            self._events.put(("error", exc))
-        finally:
-            _workers.discard(threading.current_thread())
+                try:
+                    with stage(step.stage), _timed(timings, step.timing):
+                        self.deadline.check()
+                        answer = step(answer, context)
+                except Stopped as stopped:
+                    if step.needed:
+                        raise
+                    timings.stopped_in = stopped.stage  # the answer is whole without it
+                    break
+            return QAResult(answer, selection, timings, question)
+        except Stopped as stopped:
+            timings.stopped_in = stopped.stage
+            return unanswered(selection, timings, stopped.reason, question)
+
+
+@contextmanager
+def _timed(timings: Timings, name: str) -> Iterator[None]:
+    """The block's seconds added to `timings.<name>`, however it ends."""
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings.add(name, time.perf_counter() - began)
 
 
 class QAPipeline:

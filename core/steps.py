@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from mmrag.core.attachments import AttachedImage
-from mmrag.core.deadline import Deadline
 from mmrag.generation.reading.question import Question
 from mmrag.generation.scene_text import (
     SceneTextAnswerer,
@@ -34,7 +33,6 @@ class StepContext:
     question: Question  # read once, as resolved from the conversation
     image: AttachedImage | None  # the user's photo, source [1], if one came with the question
     abstain: bool  # decline what no source supports (else keep it, uncited)
-    deadline: Deadline
     # Retrieved sources not selected, best first: where a source's own sentence may still
     # answer what the selected ones do not (Kell Bridge's river, one snippet down).
     runners_up: tuple[SourceLike, ...] = ()
@@ -42,6 +40,9 @@ class StepContext:
 
 class Step(Protocol):
     timing: str  # the field of `Timings` its seconds are added to
+    stage: str  # its name where the deadline stops it (`runtime.deadline.stage`)
+    # Whether an answer stopped in it is no answer; else it is the answer as the step got it.
+    needed: bool
 
     def __call__(self, answer: Answer, context: StepContext) -> Answer: ...
 
@@ -49,7 +50,7 @@ class Step(Protocol):
 class Verify:
     """Every citation checked against its source; what none supports is declined or replaced."""
 
-    timing = "verify_s"
+    timing, stage, needed = "verify_s", "verify", True
 
     def __init__(self, attributor: Attributor) -> None:
         self.attributor = attributor
@@ -64,7 +65,7 @@ class HoldToThePhoto:
     """A question that points at the attached photo ("What does this bus say?") is answered
     from the photo or from a source about what it points at, or not at all."""
 
-    timing = "verify_s"
+    timing, stage, needed = "verify_s", "verify", True
 
     def __init__(self, attributor: Attributor) -> None:
         self.attributor = attributor
@@ -79,7 +80,7 @@ class HoldToThePhoto:
 class ReadOffThePhoto:
     """What no source supports, answered from the attached photo's own text, cited to it."""
 
-    timing = "generate_s"
+    timing, stage, needed = "generate_s", "generate", False  # stopped: the checked decline
 
     def __init__(self, answerer: SceneTextAnswerer) -> None:
         self.answerer = answerer
@@ -95,16 +96,15 @@ class ReadOffThePhoto:
 
 
 class Ground:
-    """Each cited image boxed where it supports the answer, while the deadline allows."""
+    """Each cited image boxed where it supports the answer, while the deadline allows (the run
+    checks it before every step)."""
 
-    timing = "ground_s"
+    timing, stage, needed = "ground_s", "ground", False  # stopped: the answer without boxes
 
     def __init__(self, grounder: CitationGrounder) -> None:
         self.grounder = grounder
 
     def __call__(self, answer: Answer, context: StepContext) -> Answer:
-        if context.deadline.stopped():
-            return answer
         return self.grounder.ground(context.question.text, answer)
 
 

@@ -17,6 +17,7 @@ from mmrag.generation.errors import NoLogprobs
 from mmrag.generation.prompts import judge_messages, support_messages
 from mmrag.generation.reading.text import read
 from mmrag.generation.types import SourceLike
+from mmrag.runtime.deadline import check
 
 YES = frozenset({"yes"})
 NO = frozenset({"no"})
@@ -80,7 +81,9 @@ class LMJudge:
     def probability(self, messages: list[Message]) -> float:
         """P("yes") from the next token's probabilities; from a short reply where the engine
         gives none (an OpenAI-compatible server without `logprobs`), asked that way from then
-        on rather than failing twice per question."""
+        on rather than failing twice per question. Each call is a step the request's deadline
+        is checked before (`runtime.deadline`)."""
+        check()
         if not self._plain_replies:
             try:
                 return yes_probability(self.engine.next_token_logprobs(messages, top_k=20))

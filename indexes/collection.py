@@ -20,7 +20,7 @@ from typing import Any
 from mmrag.indexes.atomic import atomic_directory
 from mmrag.indexes.bm25 import BM25_DIR, OCR_BM25_DIR, BM25Index, BM25Params
 from mmrag.indexes.corpus import CorpusStats, read_corpus
-from mmrag.indexes.corpus.reader import corpus_format
+from mmrag.indexes.corpus.reader import DuplicatePolicy, corpus_format
 from mmrag.indexes.dense import DENSE_DIR, DenseIndex
 from mmrag.indexes.dense_build import build_dense
 from mmrag.indexes.encoders.base import TextEncoder
@@ -60,6 +60,7 @@ class BuildReport:
     components: list[str] = field(default_factory=list)
     unreadable_images: int = 0
     ocr: dict[str, Any] | None = None  # the manifest's OCR summary, when built with OCR
+    warnings: list[str] = field(default_factory=list)  # what the build changed in its input
 
     def summary(self) -> str:
         counts = ", ".join(f"{n} {m}" for m, n in sorted(self.sources.items()))
@@ -147,8 +148,13 @@ def build_index(
     ocr_progress: Progress = no_progress,
     force: bool = False,
     executor: BuildExecutor | None = None,
+    on_duplicate: DuplicatePolicy = "error",
 ) -> BuildReport:
     """Build in a temp directory, then swap it into place: a crash never leaves half an index.
+
+    A source id given again with other content is an error naming both, unless
+    `on_duplicate="first"` (`read_corpus`); titles and texts past what an index keeps are cut,
+    which `BuildReport.warnings` says.
 
     Every image is probed as its source streams past (see `indexes.images`); one that is
     missing or corrupt is counted, not fatal, and CLIP's and OCR's decode failures join the
@@ -171,7 +177,7 @@ def build_index(
         image_store = open_image_store(tmp, image_config)
 
         def texts() -> Iterator[str]:
-            for source in progress(read_corpus(corpora, stats)):
+            for source in progress(read_corpus(corpora, stats, on_duplicate=on_duplicate)):
                 writer.add(source)
                 if image_store is not None and source.image_ref is not None:
                     try:
@@ -244,6 +250,7 @@ def build_index(
         ],
         unreadable_images=len(unreadable),
         ocr=ocr_entries.get("ocr"),
+        warnings=stats.warnings(),
     )
 
 

@@ -57,6 +57,9 @@ SIGNATURES = {
 }
 
 
+UNDECODABLE = "undecodable image: not a JPEG, PNG, GIF, BMP, TIFF or WebP file, or broken"
+
+
 class ImageNotFound(InputError):
     """The reference names no image in this store."""
 
@@ -117,12 +120,16 @@ def decode_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> Image.Image
                 )
             # As a phone's photo viewer shows it: upright, whatever way the camera was held.
             return ImageOps.exif_transpose(image).convert("RGB")
+    except CorruptImage:
+        raise
     except Image.DecompressionBombError as exc:
         raise CorruptImage(f"image too large to decode ({exc})") from None
-    except OSError:  # UnidentifiedImageError included; its text holds a BytesIO repr
-        raise CorruptImage(
-            "undecodable image: not a JPEG, PNG, GIF, BMP, TIFF or WebP file, or broken"
-        ) from None
+    except Exception:
+        # Whatever a decoder raises on bytes that do not hold what their header says:
+        # OSError (UnidentifiedImageError, whose text holds a BytesIO repr), ValueError ("not
+        # enough image data": a 1 KB RLE BMP claiming 6000 x 6000 pixels), struct.error,
+        # SyntaxError, EOFError and more, by format.
+        raise CorruptImage(UNDECODABLE) from None
 
 
 def image_media_type(data: bytes) -> str:
@@ -253,6 +260,8 @@ class DirectoryImageStore:
         return type(self), (self.root,)
 
     def _path(self, image_ref: str) -> Path:
+        if "\x00" in image_ref:  # no file has one; os.stat raises a ValueError on it
+            raise ImageNotFound(f"image {image_ref!r} is not in {self.root}")
         path = (self.root / image_ref).resolve()
         if not path.is_relative_to(self.root) or not path.is_file():
             raise ImageNotFound(f"image {image_ref!r} is not in {self.root}")

@@ -25,6 +25,7 @@ from mmrag.core.settings import Settings
 from mmrag.service.headers import PAGE_HEADERS, NoSniff
 from mmrag.service.limits import AdmissionQueue, BodySizeLimit
 from mmrag.service.metrics import Metrics, MetricsMiddleware
+from mmrag.service.openai_chat import error_content
 from mmrag.service.routes import answer, chat, ground, health, rationale, search, sources
 
 STATIC = Path(__file__).parent / "static"
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
     )
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(Exception, server_error)
     for module in (health, search, answer, chat, rationale, ground, sources):
         app.include_router(module.router)
     # The demo chat page: GET / plus its assets under /static, so it never shadows a route.
@@ -115,6 +117,14 @@ async def http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 400:
         exc = StarletteHTTPException(422, _body_problem(why, True), exc.headers)
     return await http_exception_handler(request, exc)
+
+
+async def server_error(request: Request, exc: Exception) -> JSONResponse:
+    """A failure no route expected: a 500 in the shape its route's errors have (OpenAI's on
+    the chat routes: a plain-text "Internal Server Error" broke its clients' error handling).
+    Starlette logs the exception after this reply."""
+    why = f"internal error ({type(exc).__name__}); the server's log has the details"
+    return JSONResponse(error_content(request.url.path, 500, why), status_code=500)
 
 
 def _body_problem(why: str, of_the_body: bool) -> str:

@@ -15,6 +15,8 @@ from contextlib import asynccontextmanager
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mmrag.service.openai_chat import error_content
+
 
 class AdmissionQueue:
     def __init__(self, name: str, concurrency: int, queue: int, retry_after_s: int = 1) -> None:
@@ -71,7 +73,8 @@ class Ticket:
 
 
 class BodySizeLimit:
-    """413 for bodies over `max_bytes`: by Content-Length, or as chunked uploads arrive."""
+    """413 for bodies over `max_bytes`: by Content-Length, or as chunked uploads arrive; in
+    OpenAI's error shape on its routes."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -83,7 +86,7 @@ class BodySizeLimit:
             return
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await self._reject(send)
+            await self._reject(send, scope["path"])
             return
         received = 0
         too_large = False
@@ -106,12 +109,13 @@ class BodySizeLimit:
                 await send(message)
             elif not rejected:
                 rejected = True
-                await self._reject(send)
+                await self._reject(send, scope["path"])
 
         await self.app(scope, counting_receive, replacing_send)
 
-    async def _reject(self, send: Send) -> None:
-        body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes"}).encode()
+    async def _reject(self, send: Send, path: str) -> None:
+        why = f"request body larger than {self.max_bytes} bytes"
+        body = json.dumps(error_content(path, 413, why)).encode()
         await send(
             {
                 "type": "http.response.start",

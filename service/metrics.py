@@ -61,7 +61,7 @@ class Metrics:
         )
         self.registry.register(REFUSED)
 
-    def observe_stages(self, timings: dict[str, float]) -> None:
+    def observe_stages(self, timings: dict[str, float | str]) -> None:
         for stage in STAGES:
             if f"{stage}_s" in timings:
                 self.stage.labels(stage).observe(timings[f"{stage}_s"])

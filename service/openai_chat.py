@@ -6,10 +6,14 @@ unchanged. The answer is the message's content, its `[n]` markers included; what
 also wants travels beside it, as search-grounded APIs return it: `citations`, `sources`, the
 resolved `question`, `attribution`, `abstained`, `generation_error` and `timings` (on the
 response, and on the last chunk of a stream), and `usage` counts the generator's tokens as
-every OpenAI-compatible server does. Fields a client sends that mmrag has no use for (`n`,
-`top_p`, `user`, tools ...) are ignored; the messages an agent framework sends (tool results,
-an assistant's tool calls or refusal, a user message that is only an image) are read as the
-conversation they are.
+every OpenAI-compatible server does. `stop` is honoured (the content ends before the first
+stop sequence). A request the service cannot serve as asked is refused with a 400 rather than
+half-served: more than one choice (`n`), a `response_format` other than text, log
+probabilities, a logit bias, a forced tool call, audio. Fields that only tune sampling or
+name the caller (`top_p`, penalties, `seed`, `user`, tools it may not call ...) are ignored:
+the answer is the checked one whatever they say. The messages an agent framework sends (tool
+results, an assistant's tool calls or refusal, a user message that is only an image) are read
+as the conversation they are.
 """
 
 from __future__ import annotations
@@ -105,6 +109,15 @@ class StreamOptions(BaseModel):
     )
 
 
+class ResponseFormat(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str = Field(description="only 'text' is served: the answer is one cited sentence")
+
+
+MAX_STOP = 4  # stop sequences, as OpenAI allows
+
+
 class ChatRequest(BaseModel):
     """`messages`: the conversation, ending with the user's question (or with an agent's tool
     round after it: its assistant `tool_calls` and their `tool` results); its latest image
@@ -125,12 +138,62 @@ class ChatRequest(BaseModel):
     )
     max_completion_tokens: Count | None = Field(None, description="as max_tokens")
     temperature: float | None = Field(None, ge=0, le=2)
+    n: Count | None = Field(None, description="choices to write: only 1 is served")
+    response_format: ResponseFormat | None = Field(
+        None, description="only {'type': 'text'}; JSON output is refused, not half-served"
+    )
+    stop: Text | list[Text] | None = Field(
+        None,
+        description=f"up to {MAX_STOP} sequences: the content ends before the first of them "
+        "(finish_reason 'stop')",
+    )
+    logprobs: JsonBool | None = Field(None, description="not served: true is refused")
+    top_logprobs: int | None = Field(None, description="not served: above 0 is refused")
+    logit_bias: dict[str, float] | None = Field(None, description="not served: refused")
+    tool_choice: str | dict[str, Any] | None = Field(
+        None, description="'none' or 'auto' (no tool is ever called); a forced call is refused"
+    )
+    modalities: list[str] | None = Field(None, description="['text'] only")
+    audio: dict[str, Any] | None = Field(None, description="not served: refused")
     sources_in_content: JsonBool = Field(
         True,
         description="append the cited sources to the content, after the answer, as footnotes "
         "a plain-text client shows ('Sources:' then '[n] title — page or image URL'); false "
         "for a client that renders the `citations` and `sources` fields itself",
     )
+
+    def refused(self) -> str | None:
+        """Why the request asks for an output this service does not write, if it does: one
+        line naming the field."""
+        if self.n is not None and self.n > 1:
+            return f"n: only one choice is written, got {self.n}"
+        if self.response_format is not None and self.response_format.type != "text":
+            kind = self.response_format.type[:40]
+            return f"response_format: only 'text' is served, got {kind!r}"
+        if isinstance(self.stop, list) and len(self.stop) > MAX_STOP:
+            return f"stop: at most {MAX_STOP} sequences"
+        if self.stop_sequences() and not all(self.stop_sequences()):
+            return "stop: a stop sequence must not be empty"
+        if self.logprobs or (self.top_logprobs or 0) > 0:
+            return "logprobs: log probabilities are not served"
+        if self.logit_bias:
+            return "logit_bias: not served"
+        if self.tool_choice is not None and self.tool_choice not in ("none", "auto"):
+            return "tool_choice: this service calls no tools"
+        if self.modalities is not None and set(self.modalities) - {"text"}:
+            return "modalities: only 'text' is served"
+        if self.audio is not None:
+            return "audio: not served"
+        return None
+
+    def stop_sequences(self) -> list[str]:
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+
+
+def cut_at_stop(content: str, stops: list[str]) -> tuple[str, bool]:
+    """The content before the first of the stop sequences, and whether one was found."""
+    found = [at for at in (content.find(stop) for stop in stops) if at >= 0]
+    return (content[: min(found)], True) if found else (content, False)
 
 
 class ModelCard(BaseModel):
@@ -190,7 +253,7 @@ class Grounding(BaseModel):
     )
     abstained: bool = Field(description="true when no source supports an answer")
     generation_error: str | None = None
-    timings: dict[str, float]
+    timings: dict[str, float | str] = Field(description="as /v1/answer's")
     max_tokens_note: str | None = Field(
         None,
         description="set when the request's max_tokens does not bound the content: the "
@@ -248,12 +311,20 @@ class OpenAIError(BaseModel):
     error: ErrorDetail
 
 
-ERROR_TYPES = {404: "not_found_error", 429: "rate_limit_error"}
+ERROR_TYPES = {404: "not_found_error", 429: "rate_limit_error", 500: "server_error"}
+# The routes that answer errors in OpenAI's shape; every other route says {"detail": ...}.
+OPENAI_PATHS = frozenset({"/v1/models", "/v1/chat/completions"})
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
     kind = ERROR_TYPES.get(status, "invalid_request_error")
     return OpenAIError(error=ErrorDetail(message=message, type=kind, code=str(status))).model_dump()
+
+
+def error_content(path: str, status: int, message: str) -> dict[str, Any]:
+    """An error reply's body for a request to `path`, whoever sends it (a route, the body
+    limit, the HTTP protocol): OpenAI's error object on its routes, else `{"detail"}`."""
+    return error_body(status, message) if path in OPENAI_PATHS else {"detail": message}
 
 
 def completion_id() -> str:

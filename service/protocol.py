@@ -23,6 +23,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from mmrag.core.settings import Settings
 from mmrag.service.metrics import REFUSED
+from mmrag.service.openai_chat import error_content
 
 # How long a refused client may go on sending what is then discarded.
 LINGER_S = 2.0
@@ -147,7 +148,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         for at most `LINGER_S`."""
         self.logger.warning("refused a request: %s", why)
         REFUSED.add(status)
-        body = json.dumps({"detail": why}).encode()
+        path = getattr(self, "url", b"").split(b"?", 1)[0].decode("latin-1")
+        body = json.dumps(error_content(path, status, why)).encode()
         head = [
             STATUS_LINE[status],
             *(name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers),

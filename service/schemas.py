@@ -34,13 +34,25 @@ def valid_text(text: str) -> str:
 # Whitespace as Python's str.isspace and JavaScript's \\s count it together, spelled out so
 # that the published pattern means the same to every client's regex engine.
 _BLANK = r"\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-NOT_BLANK = f"[^{_BLANK}]"
+# And what shows nothing: control characters, zero-width and direction marks, word joiners,
+# variation selectors, the soft hyphen (a question of zero-width spaces was answered).
+_INVISIBLE = (
+    r"\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\xad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    r"\ufe00-\ufe0f"
+)
+NOT_BLANK = f"[^{_BLANK}{_INVISIBLE}]"
 _NOT_BLANK = re.compile(NOT_BLANK)
 
 
+def visible(text: str) -> bool:
+    """Whether the text shows anything: a character that is no blank, control, zero-width or
+    other invisible one."""
+    return _NOT_BLANK.search(text) is not None
+
+
 def _not_blank(question: str) -> str:
-    if not _NOT_BLANK.search(valid_text(question)):
-        raise ValueError("question must not be empty")
+    if not visible(valid_text(question)):
+        raise ValueError("question must not be empty (it has no visible character)")
     return question.strip()
 
 
@@ -265,7 +277,11 @@ class AnswerResponse(BaseModel):
     answer_without_markers: str = Field(description="the sentence as WebQA scoring reads it")
     citations: list[CitationOut]
     sources: list[SourceOut] = Field(description="the numbered sources, [1] first")
-    timings: dict[str, float]
+    timings: dict[str, float | str] = Field(
+        description="seconds per stage (`retrieve_s`, `generate_s`, `verify_s` ...); "
+        "`stopped_in` names the stage the deadline stopped (ocr, resolve, retrieve, generate, "
+        "verify or ground), when it did"
+    )
     generation_error: str | None = Field(
         None, description="why no answer was written; the sources are still the retrieved ones"
     )

@@ -312,6 +312,42 @@ def test_bad_conversations_get_openai_errors_of_one_line_and_fail_alone(
     )
 
 
+NOT_SERVED = {
+    "three choices": ({"n": 3}, "n: only one choice is written, got 3"),
+    "JSON output": ({"response_format": {"type": "json_object"}}, "response_format: only"),
+    "log probabilities": ({"logprobs": True}, "logprobs"),
+    "a logit bias": ({"logit_bias": {"50256": -100}}, "logit_bias"),
+    "a forced tool call": ({"tool_choice": "required"}, "tool_choice"),
+    "audio": ({"modalities": ["text", "audio"]}, "modalities"),
+    "five stop sequences": ({"stop": ["a", "b", "c", "d", "e"]}, "stop: at most 4"),
+    "zero-width spaces": ({"messages": [user("\u200b\u200b\u2060")]}, "has no text"),
+}
+
+
+def test_outputs_not_served_are_refused_not_half_served_and_stop_is_honoured(
+    server: str, model: str
+) -> None:
+    """Issue 37: `n=3` returned one choice, `response_format` prose, `stop` was ignored and a
+    question of zero-width characters was answered."""
+
+    def post(**body) -> httpx.Response:
+        body = {"model": model, "messages": [user(DOOR)], **body}
+        return httpx.post(f"{server}/v1/chat/completions", json=body, timeout=120)
+
+    for name, (body, fragment) in NOT_SERVED.items():
+        reply = post(**body)
+        assert reply.status_code == 400, (name, reply.text)
+        assert fragment in reply.json()["error"]["message"], (name, reply.text)
+    served = post(n=1, response_format={"type": "text"}, tool_choice="none", logprobs=False)
+    assert served.status_code == 200, served.text
+    content = served.json()["choices"][0]["message"]["content"]
+    assert "\n\nSources:\n[1]" in content  # the answer, then its footnotes
+    stopped = post(stop=["Sources:", "never said"]).json()
+    cut = stopped["choices"][0]["message"]["content"]
+    assert "Sources:" not in cut and "[1]" in cut and cut.endswith("\n\n")  # the answer only
+    assert stopped["choices"][0]["finish_reason"] == "stop" and stopped["citations"]
+
+
 def counted(server: str, name: str) -> float:
     """The sum of a metric's samples in /metrics (all its labels)."""
     text = httpx.get(f"{server}/metrics", timeout=10).text

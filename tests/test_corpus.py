@@ -135,3 +135,73 @@ def test_a_source_stores_every_corpus_field():
     record = source.to_dict()
     assert list(record) == [f.name for f in fields(Source) if f.name != "ocr"]
     assert Source.from_dict(record) == source
+
+
+def test_ids_are_strings_or_integers_and_a_taken_id_with_other_content_is_refused(
+    tmp_path: Path,
+):
+    """Issue 37: ids were stringified whatever they were (null became "None"), and a second
+    source with a taken id (the integer 1 after the string "1") and other content was dropped
+    with only a count."""
+    path = tmp_path / "mine.jsonl"
+    for ident, kind in [("null", "null"), ("true", "bool"), ("1.5", "float"), ("[1]", "list")]:
+        path.write_text(f'{{"id": {ident}, "text": "alpha"}}\n')
+        with pytest.raises(
+            CorpusError,
+            match=rf"mine\.jsonl:1: 'id' must be a string or an "
+            rf"integer, got {kind}",
+        ):
+            list(read_corpus([path]))
+    lines = [
+        '{"id": 1, "text": "alpha"}',
+        '{"id": "2", "text": "beta"}',
+        '{"id": 2, "text": "beta"}',
+    ]
+    path.write_text("\n".join([*lines, '{"id": "1", "text": "gamma"}']) + "\n")
+    with pytest.raises(CorpusError) as refused:
+        list(read_corpus([path]))
+    assert str(refused.value).startswith(f"{path}:4: id '1' is taken by {path}:1, with other")
+    stats = CorpusStats()
+    kept = list(read_corpus([path], stats, on_duplicate="first"))
+    assert [(s.id, s.text) for s in kept] == [("1", "alpha"), ("2", "beta")]
+    assert stats.duplicates == 2  # the same "2" again, and the other "1"
+
+
+def test_a_nul_in_an_image_path_is_one_line(tmp_path: Path):
+    """Issue 37: it was a ValueError traceback from the build's path resolution."""
+    from tests.helpers import assert_one_line_error, run_mmrag
+
+    corpus = tmp_path / "mine.jsonl"
+    corpus.write_text('{"id": "a", "modality": "image", "image": "a\\u0000.png"}\n')
+    result = run_mmrag("index", "build", "--corpus", str(corpus), "--out", str(tmp_path / "x"))
+    assert_one_line_error(result, f"{corpus}:1: the 'image' path holds a NUL character")
+
+
+def test_titles_and_texts_past_what_an_index_keeps_are_cut_and_said_once(
+    tmp_path: Path, monkeypatch, capsys
+):
+    """Issue 37: a source of 1,000,000 characters or more was indexed whole and was a 500 on
+    every question that retrieved it. The build cuts what it keeps (lowered here: a few KB
+    stand for the real limits) and says so in one warning."""
+    from mmrag.indexes.collection import Collection
+    from mmrag.indexes.corpus import reader
+    from mmrag.service.cli import main
+
+    monkeypatch.setattr(reader, "MAX_TEXT_CHARS", 1_000)
+    monkeypatch.setattr(reader, "MAX_TITLE_CHARS", 50)
+    corpus = tmp_path / "mine.jsonl"
+    long = {"id": "long", "title": "A" * 80, "text": "The wall is old. " * 200}
+    rows = [{"id": "short", "text": "A short text."}, long, {**long, "id": "long2"}]
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "index"
+    args = ["index", "build", "--corpus", str(corpus), "--out", str(out)]
+    assert main([*args, "--text-embedder", "none", "--quiet"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warnings == [
+        "mmrag: warning: 2 sources had a title over 50 or a text over 1,000 characters, cut to "
+        f"that (the first: {corpus}:2: id 'long'); split long documents into passages, one "
+        "source each"
+    ]
+    stored = Collection(out).store.find("long")
+    assert (len(stored.title), len(stored.text)) == (50, 1_000)
+    assert Collection(out).store.find("short").text == "A short text."

@@ -254,6 +254,69 @@ def test_checkpoint_drops_a_torn_last_line_and_appends_after_it(tmp_path: Path) 
     assert out.read_text() == "{}\n" and not partial_path(out).exists()
 
 
+def webqa_partial_file(index: Path, out: Path, *entries: dict) -> Path:
+    """OUT.partial.jsonl as this run's `--resume` reads it: its header, then `entries`."""
+    from mmrag.evaluation.runs.checkpoint import FORMAT, VERSION
+    from mmrag.evaluation.runs.webqa import WebQARun
+    from mmrag.service.cli import build_parser
+
+    argv = webqa_args(index, out, "--limit", "2")
+    bench = WebQARun(build_parser(argv).parse_args(argv))
+    run = json.loads(json.dumps(bench.describe(bench.settings())))
+    lines = [{"format": FORMAT, "version": VERSION, "run": run}, *entries]
+    partial = partial_path(out)
+    partial.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return partial
+
+
+def test_a_resumed_partial_file_is_checked_line_by_line_before_anything_is_written(
+    hybrid_index: Path, sample_questions, tmp_path: Path
+) -> None:
+    """Issue 37: a line with an empty record was a 23-line KeyError on every resume; a
+    prediction of the wrong type went into the submission, the partial file was deleted, and
+    the run failed in scoring with no report; a question given twice: the last line won."""
+    out = tmp_path / "preds.json"
+    first, second = [q.guid for q in sample_questions if q.split == "val"][:2]
+    good = {"prediction": {"sources": ["x"], "answer": "It is red."}, "timings": {}}
+    cases = [
+        ({"id": first, "record": {}}, "line 2 holds no answer", "prediction: field required"),
+        (
+            {"id": first, "record": {**good, "prediction": {"sources": [], "answer": 5}}},
+            "line 2",
+            "prediction.answer: input should be a valid string",
+        ),
+        ({"id": 7, "record": good}, "line 2 is not a finished question", "string 'id'"),
+    ]
+    for entry, *says in cases:
+        partial = webqa_partial_file(hybrid_index, out, entry)
+        written = partial.read_text()
+        result = run_mmrag(*webqa_args(hybrid_index, out, "--limit", "2", "--resume"))
+        assert_one_line_error(result, str(partial), *says, "delete that line")
+        assert partial.read_text() == written and not out.exists()
+    twice = [{"id": first, "record": good}, {"id": second, "record": good}]
+    webqa_partial_file(hybrid_index, out, *twice, {"id": first, "record": good})
+    result = run_mmrag(*webqa_args(hybrid_index, out, "--limit", "2", "--resume"))
+    assert_one_line_error(result, f"line 4 repeats question {first!r} of line 2")
+
+
+def test_a_second_run_on_the_same_out_is_refused_while_the_first_runs(
+    hybrid_index: Path, tmp_path: Path
+) -> None:
+    """Issue 37: two runs on one --out appended to one partial file, each question twice,
+    and one failed after answering everything."""
+    from mmrag.evaluation.runs.checkpoint import lock_path
+
+    out = tmp_path / "preds.json"
+    with interruptible_mmrag(*webqa_args(hybrid_index, out, "--limit", "2")) as first:
+        wait_until(first, lock_path(out).exists)
+        second = run_mmrag(*webqa_args(hybrid_index, out, "--limit", "2"))
+        assert_one_line_error(second, f"--out {out}", "another `mmrag eval run` is writing it")
+        stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    assert "(2 answered, 0 resumed" in stdout and not lock_path(out).exists()
+    assert not partial_path(out).exists() and len(json.loads(out.read_text())) == 2
+
+
 # --- A-OKVQA ---
 
 AOKVQA_IMAGES = ("30000006", "30000007", "30000008")

@@ -134,3 +134,61 @@ def test_the_route_the_cli_and_the_eval_run_each_call_the_pipeline_once_per_ques
     for setting in ("full", "restricted"):
         WebQARunner(pipeline, setting)(question)
     assert calls[3:] == [question.question] * 2
+
+
+def test_each_stage_stops_at_the_deadline_and_the_timings_name_it(pipeline):
+    """Issue 37: resolving a follow-up and checking an answer ran on past the deadline (46-54 s
+    and minutes against 30 s), the answer labelled as generation's. Stopped in a stage, a run
+    ends with no answer (half a check is none), the sources it has, and the stage named."""
+    from mmrag.generation.types import Turn
+    from mmrag.runtime.deadline import Deadline
+
+    gone = Deadline(None)
+    gone.cancel()  # as a client that leaves does
+    turns = [Turn("user", "Tell me about the Harbor Inn."), Turn("assistant", "It is an inn.")]
+    result = pipeline.answer("What color is its door?", conversation=turns, deadline=gone)
+    assert result.timings.as_dict()["stopped_in"] == "resolve"
+    assert result.answer.generation_error == "the request was cancelled"
+    assert result.answer.text == "" and result.answer.sources == []
+
+    class LeftOnceWritten(AnswerWriter):
+        """The real writer, whose client leaves the moment the answer is written."""
+
+        def write(self, *args, **options):
+            written = super().write(*args, **options)
+            deadline.cancel()
+            return written
+
+    deadline = Deadline(None)  # no clock: on a loaded machine, generation may take 30 s
+    leaving = QAPipeline(
+        pipeline.retriever,
+        pipeline.selector,
+        LeftOnceWritten(pipeline.writer.engine),
+        pipeline.attributor,
+    )
+    result = leaving.answer(QUESTION, deadline=deadline)
+    assert result.timings.as_dict()["stopped_in"] == "verify"
+    assert result.answer.text == "" and result.answer.citations == []  # nothing unchecked
+    assert result.answer.sources and result.timings.generate_s > 0
+    assert "stopped_in" not in pipeline.answer(QUESTION).timings.as_dict()
+
+
+def test_a_runs_slot_is_given_back_only_once_its_worker_has_stopped(pipeline):
+    """The service freed an answer's slot when the answer left, while its worker went on
+    checking it for 14.5 minutes: `when_stopped` tells when the work has really ended."""
+    pausing = PausingEngine(pipeline.writer.engine)
+    paused = QAPipeline(
+        pipeline.retriever, pipeline.selector, AnswerWriter(pausing), pipeline.attributor
+    )
+    stopped = threading.Event()
+    run = paused.run(QUESTION)
+    run.when_stopped(stopped.set)
+    assert next(iter(run))  # the worker is inside the engine, paused
+    run.close()
+    assert not stopped.is_set()  # closed, but still working
+    pausing.go_on.set()
+    run.wait()
+    assert stopped.wait(30)
+    called = []
+    run.when_stopped(lambda: called.append(1))  # already stopped: at once
+    assert called == [1]

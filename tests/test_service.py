@@ -428,3 +428,88 @@ def test_a_decline_is_marked_in_json_in_the_last_event_and_in_metrics(pipeline):
         text = client.get("/metrics").text
     assert 'mmrag_answers_total{attribution="declined"} 2.0' in text
     assert f'mmrag_answers_total{{attribution="{answered["attribution"]}"}}' in text
+
+
+def rle_bmp(width: int = 6000, height: int = 6000) -> bytes:
+    """A 1 KB BMP whose header claims `width` x `height` pixels of RLE-8 data it does not hold:
+    within the pixel limit, and Pillow's decoder fails with a ValueError, not an OSError."""
+    import struct
+
+    palette, payload = b"\0\0\0\0" * 256, b"\0\0" * 10
+    offset = 14 + 40 + len(palette)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 8, 1, len(payload), 0, 0, 256, 0)
+    head = b"BM" + struct.pack("<IHHI", offset + len(payload), 0, 0, offset)
+    return head + info + palette + payload
+
+
+def test_an_image_no_decoder_can_read_is_a_422_on_every_route_and_one_line_in_the_cli(
+    pipeline, tmp_path: Path
+):
+    """Issue 37: a 1,080-byte RLE BMP claiming 6000 x 6000 pixels reached a 500 on
+    /v1/answer (only OSError was caught), a plain-text 500 on the chat route, and a traceback
+    from `mmrag ask --image`."""
+    import base64
+
+    bmp = rle_bmp()
+    assert len(bmp) < 2_000
+    form = {"question": "What does the sign say?"}
+    with client_for(pipeline) as client:
+        upload = {"image": ("sign.bmp", bmp, "image/bmp")}
+        for route in ("/v1/answer", "/v1/rationale"):
+            response = client.post(route, data=form, files=upload)
+            assert response.status_code == 422, (route, response.text)
+            assert response.json()["detail"].startswith("undecodable image"), route
+        url = f"data:image/bmp;base64,{base64.b64encode(bmp).decode()}"
+        parts = [{"type": "text", "text": form["question"]}, {"type": "image_url"}]
+        parts[1]["image_url"] = {"url": url}
+        model = client.get("/v1/models").json()["data"][0]["id"]
+        chat = {"model": model, "messages": [{"role": "user", "content": parts}]}
+        response = client.post("/v1/chat/completions", json=chat)
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error["message"].startswith("undecodable image") and error["code"] == "422"
+    image = tmp_path / "sign.bmp"
+    image.write_bytes(bmp)
+    index = str(pipeline.retriever.collection.root)
+    for command in (
+        ["ask", form["question"], "--index", index],
+        ["rationale", "--question", form["question"]],
+        ["ground", "--question", form["question"]],
+    ):
+        result = run_mmrag(*command, "--image", str(image))
+        assert_one_line_error(result, "undecodable image")
+
+
+def test_every_error_of_the_chat_route_is_in_openais_shape(pipeline, monkeypatch):
+    """Issue 37: a body over the limit on the chat route was `{"detail"}`, which OpenAI's
+    clients do not read, and a failure no route expected was plain text."""
+    with client_for(pipeline, max_body_bytes=2048) as client:
+        model = client.get("/v1/models").json()["data"][0]["id"]
+        big = {"model": model, "messages": [{"role": "user", "content": "door " * 1000}]}
+        response = client.post("/v1/chat/completions", json=big)
+        assert response.status_code == 413
+        assert response.json() == {
+            "error": {
+                "message": "request body larger than 2048 bytes",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "413",
+            }
+        }
+        elsewhere = client.post("/v1/answer", json={"question": "door " * 1000})
+        assert elsewhere.json() == {"detail": "request body larger than 2048 bytes"}
+
+    from mmrag.service.routes import chat
+
+    def broken(*_args):  # a bug stands in for any failure no route expects
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(chat, "conversation_of", broken)
+    app = create_app(Settings(index=pipeline.retriever.collection.root), pipeline)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        body = {"model": model, "messages": [{"role": "user", "content": "door"}]}
+        response = client.post("/v1/chat/completions", json=body)
+        assert response.status_code == 500
+        error = response.json()["error"]
+        assert error["type"] == "server_error" and "RuntimeError" in error["message"]
+        assert "a bug" not in error["message"]  # the log has it, not the client

@@ -16,6 +16,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict
+
 from mmrag.core.options import add_config_option, add_generation_options, add_retrieval_options
 from mmrag.evaluation.errors import DatasetError
 from mmrag.evaluation.io import read_json
@@ -32,7 +34,7 @@ from mmrag.evaluation.runs.report import (
     number,
     table,
 )
-from mmrag.evaluation.runs.spec import Benchmark, Figure, Record, RunInfo
+from mmrag.evaluation.runs.spec import Benchmark, Figure, Record, RecordFields, RunInfo
 from mmrag.evaluation.scoring import ScoreReport
 from mmrag.evaluation.scoring import aokvqa as aokvqa_scoring
 from mmrag.generation.rationale import CHOOSERS
@@ -61,7 +63,21 @@ def load_captions(path: Path | None) -> dict[str, str]:
     return captions
 
 
+class AOKVQAPrediction(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    multiple_choice: str | None
+    direct_answer: str
+    rationale: str = ""
+
+
+class AOKVQARecord(RecordFields):
+    prediction: AOKVQAPrediction
+    choice_fallback: bool = False
+
+
 class AOKVQARun(Benchmark[AOKVQAItem]):
+    record_fields = AOKVQARecord
     name = "aokvqa"
     help = "A-OKVQA: rationale, direct answer, multiple choice; MC, DA, BLEU, METEOR"
     description = "Writes {question_id: {multiple_choice, direct_answer, rationale}}."

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
+import os
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 from functools import partial
@@ -62,6 +64,41 @@ def partial_path(out: Path) -> Path:
 
 def report_path(out: Path) -> Path:
     return sibling(out, ".report.md")
+
+
+def lock_path(out: Path) -> Path:
+    return sibling(out, ".lock")
+
+
+@contextlib.contextmanager
+def only_run_on(out: Path) -> Iterator[None]:
+    """Hold OUT.lock while the run lasts, or refuse the run: two runs on one --out appended
+    to one partial file (each question twice) and one failed after answering everything. An
+    advisory lock (`flock`), so a run that dies leaves no lock behind; the file goes when the
+    run ends."""
+    path = lock_path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        handle = path.open("a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise EvaluationError(
+                f"--out {out}: another `mmrag eval run` is writing it (it holds {path}); wait "
+                "for it to end, or write elsewhere"
+            ) from None
+        try:
+            if os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino:
+                break  # else the run before removed the file while this one opened it
+        except FileNotFoundError:
+            pass
+        handle.close()
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        handle.close()
 
 
 REPORT_TITLE = "# mmrag eval run "  # how every report a run writes begins
@@ -120,8 +157,17 @@ class Checkpoint:
         self._handle: TextIO | None = None
 
     @classmethod
-    def open(cls, out: Path, run: dict[str, Any], *, resume: bool) -> Checkpoint:
-        """Refuse a stale partial file unless `resume`, and one from a different run always."""
+    def open(
+        cls,
+        out: Path,
+        run: dict[str, Any],
+        *,
+        resume: bool,
+        problem: Callable[[Any], str | None] = lambda record: None,
+    ) -> Checkpoint:
+        """Refuse a stale partial file unless `resume`, one from a different run always, and
+        one with a line that is no finished question of this benchmark (`problem(record)`
+        says what is wrong with a record) or that repeats a question."""
         path = partial_path(out)
         run = json.loads(json.dumps(run))  # as the header reads back: lists, not tuples
         if not path.exists():
@@ -131,7 +177,7 @@ class Checkpoint:
                 f"{path} exists (an interrupted run): pass --resume to continue it, "
                 "or delete it to start over"
             )
-        found, records = _read(path)
+        found, records = _read(path, problem)
         if differences := _differences(found, run):
             raise EvaluationError(
                 f"{path}: cannot resume, it is from a different run: {'; '.join(differences)}; "
@@ -168,9 +214,14 @@ class Checkpoint:
         self.path.unlink(missing_ok=True)
 
 
-def _read(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The header's run description and the records; a torn last line (crash mid-write) is
-    dropped and cut from the file so appends continue after the last whole record."""
+def _read(
+    path: Path, problem: Callable[[Any], str | None]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The header's run description and the records, each checked as it is read (a line
+    another program or a run of another version wrote was a 23-line traceback on resuming, or
+    went into the submission and failed its scoring after the partial file was gone); a torn
+    last line (crash mid-write) is dropped and cut from the file so appends continue after the
+    last whole record."""
     lines = [line.decode("utf-8", errors="replace") for line in whole_lines(path)]
     header = _parse(path, 1, lines[0]) if lines else None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -181,11 +232,23 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             f"{VERSION}; delete it"
         )
     records: dict[str, dict[str, Any]] = {}
+    first_line: dict[str, int] = {}
     for number, line in enumerate(lines[1:], start=2):
         entry = _parse(path, number, line)
-        if not isinstance(entry, dict) or "id" not in entry or "record" not in entry:
-            raise EvaluationError(f"{path}: line {number} is not a finished question; delete it")
-        records[str(entry["id"])] = entry["record"]
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            why = "is not a finished question (an object with a string 'id' and a 'record')"
+        elif entry["id"] in first_line:
+            why = f"repeats question {entry['id'][:64]!r} of line {first_line[entry['id']]}"
+        elif (wrong := problem(entry.get("record"))) is not None:
+            why = f"holds no answer this run can use ({wrong})"
+        else:
+            records[entry["id"]] = entry["record"]
+            first_line[entry["id"]] = number
+            continue
+        raise EvaluationError(
+            f"{path}: line {number} {why}; delete that line to answer its question again, or "
+            "the file to start over"
+        )
     return dict(header.get("run") or {}), records
 
 

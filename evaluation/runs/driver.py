@@ -33,12 +33,13 @@ from mmrag.evaluation.runs.checkpoint import (
     add_run_options,
     check_outputs,
     check_run_options,
+    only_run_on,
     print_warnings,
     report_path,
     sibling,
 )
 from mmrag.evaluation.runs.report import bar_chart, table, timing_table
-from mmrag.evaluation.runs.spec import Benchmark, Item, Record, RunInfo
+from mmrag.evaluation.runs.spec import Benchmark, Item, Record, RunInfo, record_problem
 from mmrag.indexes.atomic import atomic_write_text
 
 TIMINGS = "Seconds per stage; resumed questions keep the timings of the run that answered them."
@@ -114,10 +115,20 @@ def run(bench_type: type[Benchmark[Any]], args: argparse.Namespace) -> int:
     started = time.perf_counter()
     bench = bench_type(args)
     check_run_options(args)
+    with only_run_on(args.out):
+        return _run(bench, args, started)
+
+
+def _run(bench: Benchmark[Any], args: argparse.Namespace, started: float) -> int:
     bench.check()
     questions = check_images(bench, bench.load()[: args.limit])
     settings = bench.settings()
-    checkpoint = Checkpoint.open(args.out, bench.describe(settings), resume=args.resume)
+    checkpoint = Checkpoint.open(
+        args.out,
+        bench.describe(settings),
+        resume=args.resume,
+        problem=partial(record_problem, bench.record_fields),
+    )
     label = bench.label.format(**checkpoint.run)
     todo = [item for item in questions.answer if bench.key(item) not in checkpoint.records]
     with Answering(args, settings, bench.runner_factory(settings, todo)) as answering:

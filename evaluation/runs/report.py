@@ -48,13 +48,15 @@ def engine_name(run: Mapping[str, Any]) -> str:
     return f"{run['engine']} ({run.get('model') or 'embedded model'})"
 
 
-def timing_table(timings: Sequence[Mapping[str, float]], order: Sequence[str] = ()) -> str:
-    """Mean and max seconds per stage (`*_s` keys), stages in `order` first, then as met."""
-    stages = [stage for stage in order if any(stage in t for t in timings)]
-    stages += [s for s in dict.fromkeys(key for t in timings for key in t) if s not in stages]
+def timing_table(timings: Sequence[Mapping[str, Any]], order: Sequence[str] = ()) -> str:
+    """Mean and max seconds per stage (the keys with numbers: `stopped_in` names a stage),
+    stages in `order` first, then as met."""
+    seconds = [{k: v for k, v in t.items() if isinstance(v, int | float)} for t in timings]
+    stages = [stage for stage in order if any(stage in t for t in seconds)]
+    stages += [s for s in dict.fromkeys(key for t in seconds for key in t) if s not in stages]
     rows = []
     for stage in stages:
-        values = [t[stage] for t in timings if stage in t]
+        values = [t[stage] for t in seconds if stage in t]
         mean = sum(values) / len(values)
         rows.append([stage.removesuffix("_s"), len(values), number(mean), number(max(values))])
     return table(["stage", "questions", "mean s", "max s"], rows)

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from mmrag.core.options import settings_from
 from mmrag.evaluation.runs.cluster import Work, WorkFactory
 from mmrag.evaluation.runs.report import Chart, number
@@ -27,6 +29,29 @@ if TYPE_CHECKING:  # models load only when a run starts; `mmrag --help` stays in
 
 Item = TypeVar("Item")
 Record = dict[str, Any]
+
+
+class RecordFields(BaseModel):
+    """The fields of a runner's record that the driver's report reads; a benchmark's own
+    model adds those its submission and report read. A resumed partial file's records are
+    validated against it line by line (strictly: "3" is no 3), other fields pass unchecked."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    timings: dict[str, float | str] = Field(default_factory=dict)
+
+
+def record_problem(fields: type[RecordFields], record: Any) -> str | None:
+    """What keeps `record` from the submission and the report, in a few words; None if
+    nothing does."""
+    try:
+        fields.model_validate(record)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        message = first["msg"][:1].lower() + first["msg"][1:]
+        return f"{where + ': ' if where else ''}{message}"
+    return None
 
 
 class Figure(NamedTuple):
@@ -86,6 +111,8 @@ class Benchmark(ABC, Generic[Item]):
     answers_without_image: ClassVar[bool] = False  # offers --answer-without-image
     # What the submission holds for a question --skip-missing leaves unanswered (its help).
     skipped_in_submission: ClassVar[str] = "they are left out of the submission"
+    # What a record must hold (`RecordFields`): a resumed partial file's lines are checked.
+    record_fields: ClassVar[type[RecordFields]] = RecordFields
     # What a resumed partial file must match besides the data and images: the options (paths
     # resolved) and settings that change the answers.
     described_options: ClassVar[tuple[str, ...]] = ()

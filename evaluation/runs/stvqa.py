@@ -31,7 +31,7 @@ from mmrag.evaluation.runs.report import (
     number,
     table,
 )
-from mmrag.evaluation.runs.spec import Benchmark, Figure, Record, RunInfo
+from mmrag.evaluation.runs.spec import Benchmark, Figure, Record, RecordFields, RunInfo
 from mmrag.evaluation.runs.stvqa_runner import build_runner, read_images
 from mmrag.evaluation.scoring import ScoreReport
 from mmrag.evaluation.scoring import stvqa as stvqa_scoring
@@ -49,7 +49,13 @@ def submission_id(question_id: str) -> int | str:
     return int(question_id) if question_id.isdigit() else question_id
 
 
+class STVQARecord(RecordFields):
+    prediction: str
+    ocr_lines: list[str]
+
+
 class STVQARun(Benchmark[STVQAItem]):
+    record_fields = STVQARecord
     name = "stvqa"
     help = "ST-VQA: OCR the image, answer in a few words; ANLS and accuracy"
     description = 'Writes [{"question_id": ..., "answer": "..."}] (the ST-VQA submission).'

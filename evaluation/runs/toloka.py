@@ -18,14 +18,16 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
 
 from mmrag.core.options import add_config_option, add_generation_options, add_grounding_options
 from mmrag.evaluation.errors import EvaluationError
 from mmrag.evaluation.loaders import toloka as toloka_loader
 from mmrag.evaluation.loaders.toloka import BOX_COLUMNS, TolokaItem
 from mmrag.evaluation.runs.report import TOLOKA, Bar, Chart, Reference, engine_name, number, table
-from mmrag.evaluation.runs.spec import Benchmark, Figure, Record, RunInfo
+from mmrag.evaluation.runs.spec import Benchmark, Figure, Record, RecordFields, RunInfo
 from mmrag.evaluation.runs.toloka_runner import (
     MISSING,
     NO_BOX,
@@ -41,7 +43,16 @@ if TYPE_CHECKING:  # models load only when a run starts; `mmrag --help` stays in
     from mmrag.core.settings import Settings
 
 
+class TolokaRecord(RecordFields):
+    box: Annotated[list[float], Field(min_length=4, max_length=4)] | None
+    reason: str | None = None
+    error: str | None = None
+    query: str | None = None
+    rescaled: bool = False
+
+
 class TolokaRun(Benchmark[TolokaItem]):
+    record_fields = TolokaRecord
     name = "toloka"
     help = "Toloka VQA (WSDM Cup 2023): one box per question; IoU, IoU>0.5, IoU>0.7"
     description = "Writes the competition's submission CSV (image,left,top,right,bottom)."

@@ -26,7 +26,7 @@ from mmrag.evaluation.loaders import vlqa as vlqa_loader
 from mmrag.evaluation.loaders.vlqa import VLQAItem
 from mmrag.evaluation.runs.checkpoint import check_file
 from mmrag.evaluation.runs.report import VLQA, Bar, Chart, Reference, engine_name, number, table
-from mmrag.evaluation.runs.spec import Benchmark, Figure, Record, RunInfo
+from mmrag.evaluation.runs.spec import Benchmark, Figure, Record, RecordFields, RunInfo
 from mmrag.evaluation.runs.vlqa_runner import build_runner, image_names, image_path
 from mmrag.evaluation.scoring import ScoreReport
 from mmrag.evaluation.scoring import vlqa as vlqa_scoring
@@ -48,7 +48,14 @@ def load_texts(path: Path | None) -> dict[str, str]:
     return {PurePosixPath(name).name: text for name, text in data.items()}
 
 
+class VLQARecord(RecordFields):
+    answer: int
+    choice_fallback: bool = False
+    engine_sees_images: bool = False
+
+
 class VLQARun(Benchmark[VLQAItem]):
+    record_fields = VLQARecord
     name = "vlqa"
     help = "VLQA: image + passage multiple choice; accuracy"
     description = 'Writes {"val": [answer index per item]} (the official format).'

@@ -16,13 +16,15 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from mmrag.core.options import add_pipeline_options, settings_from
 from mmrag.evaluation.loaders import webqa as loader
 from mmrag.evaluation.runs import webqa_report
 from mmrag.evaluation.runs.checkpoint import check_file
 from mmrag.evaluation.runs.cluster import WorkFactory
 from mmrag.evaluation.runs.report import Chart, engine_name
-from mmrag.evaluation.runs.spec import Benchmark, Figure, Record, RunInfo
+from mmrag.evaluation.runs.spec import Benchmark, Figure, Record, RecordFields, RunInfo
 from mmrag.evaluation.runs.webqa_report import WebQAScores
 from mmrag.evaluation.runs.webqa_runner import (
     SETTINGS,
@@ -55,7 +57,22 @@ def submission(questions: Sequence[WebQAQuestion], records: dict[str, Record]) -
     return {q.guid: records[q.guid]["prediction"] for q in questions}
 
 
+class WebQAPrediction(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    sources: list[int | str]
+    answer: str
+
+
+class WebQARecord(RecordFields):
+    prediction: WebQAPrediction
+    citations: list[str] = Field(default_factory=list)
+    attribution: str = ""
+    generation_error: str | None = None
+
+
 class WebQARun(Benchmark[WebQAQuestion]):
+    record_fields = WebQARecord
     name = "webqa"
     help = "WebQA: retrieve, select sources, answer; retrieval F1, FL, Acc"
     description = "Writes {guid: {sources: [...], answer: ...}} (the WebQA submission format)."

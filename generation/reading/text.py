@@ -23,9 +23,11 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.abc import MetaPathFinder
 from typing import TYPE_CHECKING
+
+from mmrag.runtime.deadline import check
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -173,8 +175,29 @@ class Reading:
             and (kind is None or ATTRIBUTE_KIND[word.attribute] == kind)
         )
 
+    @functools.cached_property
+    def _children(self) -> dict[int, list[Word]]:
+        """Each word's children in the parse, found once: rules ask for them word by word,
+        and a scan per ask made a long text's rules quadratic in its words."""
+        found: dict[int, list[Word]] = {}
+        for word in self.words:
+            if word.head != word.i:
+                found.setdefault(word.head, []).append(word)
+        return found
+
+    @functools.cached_property
+    def _by_sentence(self) -> dict[int, tuple[Word, ...]]:
+        grouped: dict[int, list[Word]] = {}
+        for word in self.words:
+            grouped.setdefault(word.sentence, []).append(word)
+        return {number: tuple(words) for number, words in grouped.items()}
+
     def children(self, i: int) -> list[Word]:
-        return [word for word in self.words if word.head == i and word.i != i]
+        return list(self._children.get(i, ()))
+
+    def in_sentence(self, sentence: int) -> tuple[Word, ...]:
+        """The words of one sentence, in text order."""
+        return self._by_sentence.get(sentence, ())
 
     def subtree(self, i: int) -> list[Word]:
         """The word and every word below it in the parse, in text order."""
@@ -454,35 +477,131 @@ def _as_parsed(text: str) -> str:
     return text.title() if text.isupper() else text
 
 
-_CACHE: OrderedDict[str, Reading] = OrderedDict()
-_CACHE_SIZE = 8192  # texts: a question's sources, claims and turns, many times over
+# A text is parsed in windows of at most WINDOW_CHARS, cut at a sentence's end where one is
+# near: spaCy refuses a text of its `max_length` (1,000,000 characters, error E088: a 500 on
+# every question that retrieved such a source) and holds the whole parse of a text at once (a
+# 0.93 MB source peaked at 4.3 GB). The request's deadline is checked between windows.
+WINDOW_CHARS = 50_000
+# Readings are cached by text, up to CACHE_BYTES in all (about WORD_BYTES a word, measured with
+# tracemalloc: the words and the indexes rules build on them), the least recently used first
+# out; a reading larger than MAX_CACHED_BYTES is not kept. Counted in texts (8,192), the cache
+# grew to gigabytes on long conversation turns: about 2.3 MB an 8,000-character text.
+CACHE_BYTES = 256 << 20
+MAX_CACHED_BYTES = CACHE_BYTES // 16
+WORD_BYTES = 700
+
+_CACHE: OrderedDict[str, tuple[Reading, int]] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
+_cached_bytes = 0
+
+
+def cached_bytes() -> int:
+    """The estimated bytes the readings in the cache hold."""
+    return _cached_bytes
+
+
+def _size(reading: Reading) -> int:
+    return sys.getsizeof(reading.text) + WORD_BYTES * len(reading.words)
+
+
+def _keep(parsed: dict[str, Reading]) -> None:
+    """The new readings into the cache, the least recently used out past CACHE_BYTES."""
+    global _cached_bytes
+    with _CACHE_LOCK:
+        for text, reading in parsed.items():
+            size = _size(reading)
+            if size > MAX_CACHED_BYTES or text in _CACHE:
+                continue
+            _CACHE[text] = (reading, size)
+            _cached_bytes += size
+        while _cached_bytes > CACHE_BYTES:
+            _, (_, size) = _CACHE.popitem(last=False)
+            _cached_bytes -= size
 
 
 def read(text: str) -> Reading:
-    """The reading of a text, parsed once per process (the latest 8,192 texts are kept)."""
+    """The reading of a text, parsed once per process (while the cache keeps it)."""
     return read_all([text])[0]
 
 
 def read_all(texts: Iterable[str]) -> list[Reading]:
-    """Readings of many texts, those not yet read parsed in one batch (`nlp.pipe`)."""
+    """Readings of many texts, those not yet read parsed in one batch (`nlp.pipe`), a long
+    one in windows; `Stopped` once the request's deadline passes (`runtime.deadline`)."""
     texts = list(texts)
     found: dict[str, Reading] = {}
     with _CACHE_LOCK:
         for text in texts:
             if text in _CACHE:
                 _CACHE.move_to_end(text)
-                found[text] = _CACHE[text]
+                found[text] = _CACHE[text][0]
     unread = [text for text in dict.fromkeys(texts) if text not in found]
     if unread:
-        docs = _pipeline().pipe(_as_parsed(text) for text in unread)
-        parsed = {text: _reading(doc, text) for text, doc in zip(unread, docs, strict=True)}
+        check()
+        short = [text for text in unread if len(text) <= WINDOW_CHARS]
+        docs = _pipeline().pipe(_as_parsed(text) for text in short)
+        parsed = {text: _reading(doc, text) for text, doc in zip(short, docs, strict=True)}
+        parsed |= {text: _windowed(text) for text in unread if len(text) > WINDOW_CHARS}
         found.update(parsed)
-        with _CACHE_LOCK:
-            _CACHE.update(parsed)
-            while len(_CACHE) > _CACHE_SIZE:
-                _CACHE.popitem(last=False)
+        _keep(parsed)
     return [found[text] for text in texts]
+
+
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+|\n")
+
+
+def windows(text: str, size: int) -> list[tuple[int, int]]:
+    """[start, end) spans of at most `size` characters that cover the text: each ends after
+    the last sentence end (or else the last blank) in its second half, else at `size`."""
+    spans, start = [], 0
+    while len(text) - start > size:
+        piece = text[start : start + size]
+        ends = [m.end() for m in _SENTENCE_END.finditer(piece, size // 2)]
+        cut = ends[-1] if ends else piece.rfind(" ", size // 2) + 1 or size
+        spans.append((start, start + cut))
+        start += cut
+    spans.append((start, len(text)))
+    return spans
+
+
+def _windowed(text: str) -> Reading:
+    """The reading of a long text, parsed a window at a time and joined."""
+    parts = []
+    for start, end in windows(text, WINDOW_CHARS):
+        check()
+        piece = text[start:end]
+        parts.append((start, _reading(_pipeline()(_as_parsed(piece)), piece)))
+    return _joined(text, parts)
+
+
+def _joined(text: str, parts: Sequence[tuple[int, Reading]]) -> Reading:
+    """One reading of `text` from readings of its pieces, each at its character offset: word,
+    sentence and phrase numbers run on from the piece before."""
+    words, sentences, phrases, entities, degrees = [], [], [], [], []
+    for offset, part in parts:
+        w, s, p = len(words), len(sentences), len(phrases)
+        words += [
+            replace(
+                word,
+                i=word.i + w,
+                head=word.head + w,
+                start=word.start + offset,
+                end=word.end + offset,
+                sentence=word.sentence + s,
+            )
+            for word in part.words
+        ]
+        sentences += [(start + offset, end + offset) for start, end in part.sentences]
+        phrases += [
+            Phrase(
+                ph.start + w, ph.end + w, ph.head + w, ph.text, tuple(a + p for a in ph.attached)
+            )
+            for ph in part.phrases
+        ]
+        entities += [(start + w, end + w, label) for start, end, label in part.entities]
+        degrees += [replace(degree, word=degree.word + w) for degree in part.degrees]
+    return Reading(
+        text, tuple(words), tuple(sentences), tuple(phrases), tuple(entities), tuple(degrees)
+    )
 
 
 def sentences(text: str) -> list[str]:

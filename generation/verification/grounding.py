@@ -41,6 +41,7 @@ from mmrag.generation.reading.text import (
     read_all,
 )
 from mmrag.generation.reading.words import DIMENSIONS, PRONOUNS
+from mmrag.runtime.deadline import check
 
 Embed = Callable[[list[str]], np.ndarray]  # texts -> L2-normalised rows (e.g. MiniLM)
 
@@ -137,6 +138,7 @@ class Grounder:
         a typed question's `relation` (stems: "own" in "Who owns …?") must be said by the
         evidence, not only asked: "Tom Mallory owns the inn" is not grounded by the question
         "Who owns the inn?" and a source saying he built it."""
+        check()
         said, sources = read(claim), read_all(evidence)
         held, numbers = _said(sources)
         related = with_synonyms(frozenset(held))
@@ -281,7 +283,16 @@ _SHARED_CLAUSE = frozenset({"advcl", "xcomp", "conj", "acl", "relcl"})
 _FINITE = frozenset({"VBD", "VBP", "VBZ", "MD"})
 _SUBJECTS = frozenset({"nsubj", "nsubjpass"})
 _PRONOUNS = PRONOUNS
-MAX_ALIGNMENTS = 20_000  # search steps before a claim's relations are taken as said
+# The most `fits` checks one claim's alignment may make, search and diagnosis together, before
+# its relations are taken as NOT said: a repetitive source ("It faces north." 1,200 times)
+# offers thousands of ways to align each word, and the search over them ran for minutes.
+MAX_ALIGNMENTS = 20_000
+OVER_BUDGET = "its sources say its words too many ways over to check how they are related"
+_CHECK_EVERY = 256  # fits checks between two looks at the request's deadline
+
+
+class _OverBudget(Exception):
+    """The alignment's search used up MAX_ALIGNMENTS."""
 
 
 def relation_gaps(
@@ -298,70 +309,175 @@ def relation_gaps(
     flows through Carrow") must stand next to each other in that source's sentence, with
     no other content word between them but those that stand for the claim's own words. Names
     are aligned whole ("Rook Hill", not any hill) and a source's pronoun, bare noun or
-    subject may stand for a name its title gives."""
+    subject may stand for a name its title gives.
+
+    The search is bounded: a word's options are indexed by the sentence they stand in, so a
+    word placed next to a placed one is tried only where the two can stand together (its
+    sentence, or the title's), and at most MAX_ALIGNMENTS checks are made in all; past them the
+    claim's relations count as not said. The request's deadline is checked as it goes."""
     aligned = grounded | paraphrased.keys()
     words = [w for w in said.words if w.i in aligned and w.content and not w.attribute]
     edges = _edges(said, {w.i for w in words}, through)
     if not edges:
         return []
-    tokens = [(at, w) for at, reading in enumerate(sources) for w in reading.words]
-    options = {
-        w.i: paraphrased.get(w.i) or [t for t in tokens if _matches(said, w, sources, *t)]
-        for w in words
-    }
+    titles = [_title(reading) for reading in sources]
+    options: dict[int, list[tuple[int, Word]]] = {}
+    for w in words:
+        check()
+        options[w.i] = paraphrased.get(w.i) or [
+            (at, there)
+            for at, reading in enumerate(sources)
+            for there in reading.words
+            if _matches(said, w, reading, titles[at], there)
+        ]
     for word in words:  # said, but never as the claim says it: another Carrow, not denied
         if not options[word.i]:
             return [_gap(word, f"no cited source says '{word.text}' as the claim does", "relation")]
-    hopeful = {(at, w.i) for found in options.values() for at, w in found}
-    order = sorted((w.i for w in words), key=lambda i: len(options[i]))
-    steps = 0
+    alignment = _Alignment(sources, titles, edges, options)
+    try:
+        if alignment.search():
+            return []
+        # The relation no source says even alone, else the last one the claim makes; the
+        # word that hangs lower in the claim's parse is the one said of the other.
+        alone = [(a, b) for a, b in edges if not alignment.said_alone(a, b)]
+    except _OverBudget:
+        return [_gap(said.words[min(i for pair in edges for i in pair)], OVER_BUDGET, "relation")]
+    pair = (alone or list(edges))[-1]
+    word, other = sorted((said.words[i] for i in pair), key=lambda w: -len(said.ancestors(w.i)))
+    return [_gap(word, f"no cited source says '{word.text}' of '{other.text}'", "relation")]
 
-    def fits(chosen: dict[int, tuple[int, Word]], a: int, b: int, standing: set) -> bool:
+
+class _Alignment:
+    """The search for one alignment of a claim's words with its sources' words, and what it
+    needs indexed once: each word's options by text and sentence, the words that may stand for
+    the claim's in each text, and each sentence's stand-ins for its title."""
+
+    def __init__(
+        self,
+        sources: Sequence[Reading],
+        titles: Sequence[set[str]],
+        edges: dict[tuple[int, int], Link],
+        options: dict[int, list[tuple[int, Word]]],
+    ) -> None:
+        self.sources, self.titles, self.edges, self.options = sources, titles, edges, options
+        self.near: dict[int, list[int]] = {i: [] for i in options}
+        for a, b in edges:
+            self.near[a].append(b)
+            self.near[b].append(a)
+        self.order = self._order()
+        # Each word's options by text and by sentence, as positions in its list of options.
+        self.in_text: dict[int, dict[int, list[int]]] = {i: {} for i in options}
+        self.in_sentence: dict[int, dict[tuple[int, int], list[int]]] = {i: {} for i in options}
+        for i, found in options.items():
+            for n, (text, there) in enumerate(found):
+                self.in_text[i].setdefault(text, []).append(n)
+                self.in_sentence[i].setdefault((text, there.sentence), []).append(n)
+        hopeful: dict[int, set[int]] = {}
+        for found in options.values():
+            for text, there in found:
+                hopeful.setdefault(text, set()).add(there.i)
+        self.hopeful = {text: frozenset(held) for text, held in hopeful.items()}
+        self._stand_ins: dict[tuple[int, int], list[int]] = {}
+        self.checks = 0
+
+    def _order(self) -> list[int]:
+        """The words in the order they are placed: the one with the fewest options first,
+        then always one beside a placed word (the fewest options among them), so that each is
+        tried only where its neighbour stands; a word beside none comes when none is left."""
+        left = sorted(self.options, key=lambda i: (len(self.options[i]), i))
+        order: list[int] = []
+        while left:
+            beside = [i for i in left if any(j in order for j in self.near[i])]
+            order.append((beside or left)[0])
+            left.remove(order[-1])
+        return order
+
+    def fits(
+        self,
+        chosen: dict[int, tuple[int, Word]],
+        a: int,
+        b: int,
+        mine: Callable[[int], frozenset[int]],
+    ) -> bool:
+        """Whether the words chosen for `a` and `b` stand as the claim's do; `mine(text)`: the
+        words of a text that stand for words of the claim."""
+        self.checks += 1
+        if self.checks > MAX_ALIGNMENTS:
+            raise _OverBudget
+        if self.checks % _CHECK_EVERY == 0:
+            check()
         (text_a, word_a), (text_b, word_b) = chosen[a], chosen[b]
         if text_a != text_b:  # two sources, compared: each says its own part
-            return edges[(a, b)].compared
-        reading = sources[text_a]
-        mine = {i for at, i in standing if at == text_a}
-        reach = PREDICATE_REACH if edges[(a, b)].predicate else NOUN_REACH
+            return self.edges[(a, b)].compared
+        reading = self.sources[text_a]
+        reach = PREDICATE_REACH if self.edges[(a, b)].predicate else NOUN_REACH
         if word_a.sentence != word_b.sentence and 0 in (word_a.sentence, word_b.sentence):
             body = word_b if word_a.sentence == 0 else word_a
             return any(
-                _between(reading, body.i, stand_in, mine) <= reach
-                for stand_in in _stand_ins(reading, body.sentence)
+                _between(reading, body.i, stand_in, mine(text_a)) <= reach
+                for stand_in in self.stand_ins(text_a, body.sentence)
             )
-        return _between(reading, word_a.i, word_b.i, mine) <= reach
+        return _between(reading, word_a.i, word_b.i, mine(text_a)) <= reach
 
-    def search(at: int, chosen: dict[int, tuple[int, Word]]) -> bool:
+    def stand_ins(self, text: int, sentence: int) -> list[int]:
+        key = (text, sentence)
+        if key not in self._stand_ins:
+            self._stand_ins[key] = _stand_ins(self.sources[text], sentence, self.titles[text])
+        return self._stand_ins[key]
+
+    def _hopeful(self, text: int) -> frozenset[int]:
+        return self.hopeful.get(text, frozenset())
+
+    def candidates(self, i: int, j: int, placed: tuple[int, Word]) -> list[tuple[int, Word]]:
+        """The options of word `i` that may stand beside `placed`, the option of its neighbour
+        `j`, in their order: in its sentence or the title's (any sentence, where `placed` is
+        in the title), and in another text where the two are compared."""
+        text, there = placed
+        if there.sentence == 0:
+            found = list(self.in_text[i].get(text, ()))
+        else:
+            found = [
+                *self.in_sentence[i].get((text, 0), ()),
+                *self.in_sentence[i].get((text, there.sentence), ()),
+            ]
+        if self.edges[(min(i, j), max(i, j))].compared:
+            found += [n for t, held in self.in_text[i].items() if t != text for n in held]
+        return [self.options[i][n] for n in sorted(found)]
+
+    def search(self, at: int = 0, chosen: dict[int, tuple[int, Word]] | None = None) -> bool:
         """Placed words checked hopefully (any word that may stand for a claim's word is
         passed over); the whole alignment exactly (only those chosen)."""
-        nonlocal steps
-        steps += 1
-        if steps > MAX_ALIGNMENTS:
-            return True
-        if at == len(order):
-            standing = {(t, w.i) for t, w in chosen.values()}
-            return all(fits(chosen, a, b, standing) for a, b in edges)
-        i = order[at]
-        for option in options[i]:
+        chosen = {} if chosen is None else chosen
+        if at == len(self.order):
+            standing: dict[int, set[int]] = {}
+            for text, word in chosen.values():
+                standing.setdefault(text, set()).add(word.i)
+            exact = {text: frozenset(held) for text, held in standing.items()}
+
+            def mine(text: int) -> frozenset[int]:
+                return exact.get(text, frozenset())
+
+            return all(self.fits(chosen, a, b, mine) for a, b in self.edges)
+        i = self.order[at]
+        beside = next((j for j in self.near[i] if j in chosen), None)
+        tried = self.options[i] if beside is None else self.candidates(i, beside, chosen[beside])
+        for option in tried:
             chosen[i] = option
-            placed = [(a, b) for a, b in edges if i in (a, b) and {a, b} <= chosen.keys()]
-            if all(fits(chosen, a, b, hopeful) for a, b in placed) and search(at + 1, chosen):
+            placed = [(min(i, j), max(i, j)) for j in self.near[i] if j in chosen]
+            if all(self.fits(chosen, a, b, self._hopeful) for a, b in placed) and self.search(
+                at + 1, chosen
+            ):
                 return True
             del chosen[i]
         return False
 
-    if search(0, {}):
-        return []
-    # The relation no source says even alone, else the last one the claim makes; the word
-    # that hangs lower in the claim's parse is the one said of the other.
-    alone = [
-        (a, b)
-        for a, b in edges
-        if not any(fits({a: x, b: y}, a, b, hopeful) for x in options[a] for y in options[b])
-    ]
-    pair = (alone or list(edges))[-1]
-    word, other = sorted((said.words[i] for i in pair), key=lambda w: -len(said.ancestors(w.i)))
-    return [_gap(word, f"no cited source says '{word.text}' of '{other.text}'", "relation")]
+    def said_alone(self, a: int, b: int) -> bool:
+        """Whether some source says the relation of `a` and `b` on its own."""
+        for x in self.options[a]:
+            for y in self.candidates(b, a, x):
+                if self.fits({a: x, b: y}, a, b, self._hopeful):
+                    return True
+        return False
 
 
 class Link(NamedTuple):
@@ -404,13 +520,14 @@ def _edges(said: Reading, words: set[int], through: set[int]) -> dict[tuple[int,
     return dict(sorted(found.items()))
 
 
-def _matches(said: Reading, word: Word, sources: Sequence[Reading], text: int, there: Word) -> bool:
+def _matches(said: Reading, word: Word, reading: Reading, title: set[str], there: Word) -> bool:
     """Whether a source's word may stand for the claim's: the same number, lemma or stem; a
-    name only where the source gives it its other parts or none ("the bridge"), or a pronoun."""
+    name only where the source gives it its other parts or none ("the bridge"), or a pronoun
+    (`title`: the lemmas of the source's title)."""
     if word.number is not None:
         return there.number == word.number
     if there.text.lower() in _PRONOUNS and word.pos in ("NOUN", "PROPN"):
-        return word.lemma in _title(sources[text])  # "its terminus" is the title's thing
+        return word.lemma in title  # "its terminus" is the title's thing
     if there.negated != word.negated:  # "is signed" is not "is not signed"
         return False
     same = {word.lemma, word.text.lower(), *with_synonyms(frozenset({STEM(word.lemma)}))}
@@ -419,7 +536,7 @@ def _matches(said: Reading, word: Word, sources: Sequence[Reading], text: int, t
     name = {w.lemma for w in _cluster(said, word) if w.proper}
     if word.proper:  # "the river Carrow": its common noun is part of its name too
         name |= {c.lemma for c in said.children(word.i) if c.dep in _NAME_WORDS}
-    theirs = _cluster(sources[text], there)
+    theirs = _cluster(reading, there)
     if not any(w.proper for w in theirs):
         return True  # "the bridge", "the stone viaduct": a bare noun may stand for the name
     return name <= {w.lemma for w in theirs}  # "Rook Hill" is not "Gallow Hill", nor the
@@ -448,13 +565,12 @@ def _subject_of(reading: Reading, word: Word) -> bool:
     return any(child.dep in _SUBJECTS for child in reading.children(word.i))
 
 
-def _stand_ins(reading: Reading, sentence: int) -> list[int]:
+def _stand_ins(reading: Reading, sentence: int, title: set[str]) -> list[int]:
     """The words of a sentence that stand for what its source's title names (the title is its
     first sentence): a pronoun, a noun of the title ("the inn" for "Harbor Inn"), the subject
     of the sentence ("The breed is naturally hornless" under "Galloway cattle"), or the head of
     a caption that is a noun phrase ("A black front door under a white stone porch.")."""
-    title = _title(reading)
-    words = [w for w in reading.words if w.sentence == sentence]
+    words = reading.in_sentence(sentence)
     found = [
         w
         for w in words
@@ -472,7 +588,7 @@ def _stand_ins(reading: Reading, sentence: int) -> list[int]:
 
 def _title(reading: Reading) -> set[str]:
     """The lemmas of a source's first sentence, its title in `evidence_text`."""
-    return {w.lemma for w in reading.words if w.sentence == 0 and w.content}
+    return {w.lemma for w in reading.in_sentence(0) if w.content}
 
 
 def _name_parts(
@@ -494,7 +610,8 @@ def _between(reading: Reading, a: int, b: int, claimed: set[int] = frozenset()) 
     if words[a].sentence != words[b].sentence:
         return len(words) + 1
     up_a, up_b = [a, *reading.ancestors(a)], [b, *reading.ancestors(b)]
-    common = next(at for at in up_a if at in up_b)
+    above_b = set(up_b)
+    common = next(at for at in up_a if at in above_b)
     path = up_a[: up_a.index(common) + 1] + up_b[: up_b.index(common)][::-1]
     counted = 0
     for step in range(1, len(path) - 1):

@@ -18,9 +18,10 @@ from mmrag.indexes.sources import MODALITIES, Source
 LINE_READ = MAX_LINE_BYTES + 1  # one byte past the limit tells a line too long
 
 
-def iter_sources(path: str | Path) -> Iterator[Source]:
-    """Sources line by line. Lines end at newlines, as JSON Lines says (a carriage return
-    before one is whitespace to JSON), and each is decoded alone so that an error names it."""
+def iter_sources(path: str | Path) -> Iterator[tuple[str, Source]]:
+    """Sources line by line, each with its `file:line`. Lines end at newlines, as JSON Lines
+    says (a carriage return before one is whitespace to JSON), and each is decoded alone so
+    that an error names it."""
     path = Path(path)
     try:
         handle = path.open("rb")
@@ -47,16 +48,27 @@ def iter_sources(path: str | Path) -> Iterator[Source]:
                 raise CorpusError(f"{where}: {exc}") from None
             if not isinstance(record, dict) or "id" not in record:
                 raise CorpusError(f"{where}: each line must be an object with an 'id'")
+            ident = record["id"]
+            if isinstance(ident, bool) or not isinstance(ident, str | int):
+                # str() made null "None" and false "False": ids no one wrote
+                kind = "null" if ident is None else type(ident).__name__
+                raise CorpusError(f"{where}: 'id' must be a string or an integer, got {kind}")
             modality = record.get("modality", "text")
             if modality not in MODALITIES:
                 raise CorpusError(f"{where}: modality must be 'image' or 'text', got {modality!r}")
-            if modality == "image" and not record.get("image"):
+            image = record.get("image")
+            if modality == "image" and not (isinstance(image, str) and image):
                 raise CorpusError(f"{where}: an image source needs an 'image' path")
-            yield Source(
-                id=str(record["id"]),
-                modality=modality,
-                title=str(record.get("title") or ""),
-                text=str(record.get("text") or ""),
-                url=str(record.get("url") or ""),
-                image_ref=str(record["image"]) if modality == "image" else None,
+            if modality == "image" and "\x00" in image:
+                raise CorpusError(f"{where}: the 'image' path holds a NUL character")
+            yield (
+                where,
+                Source(
+                    id=str(ident),
+                    modality=modality,
+                    title=str(record.get("title") or ""),
+                    text=str(record.get("text") or ""),
+                    url=str(record.get("url") or ""),
+                    image_ref=image if modality == "image" else None,
+                ),
             )

@@ -141,8 +141,10 @@ def iter_questions(path: str | Path) -> Iterator[WebQAQuestion]:
         raise CorpusError(f"{path}: is a directory, expected a WebQA JSON file") from None
 
 
-def iter_sources(path: str | Path) -> Iterator[Source]:
-    """Every fact of every question, duplicates included (see `read_corpus`)."""
+def iter_sources(path: str | Path) -> Iterator[tuple[str, Source]]:
+    """Every fact of every question, duplicates included (see `read_corpus`), each with where
+    it stands: the file and its question."""
     for question in iter_questions(path):
-        yield from question.pos_sources
-        yield from question.neg_sources
+        where = f"{path} (question {question.guid})"
+        for source in (*question.pos_sources, *question.neg_sources):
+            yield where, source

@@ -99,9 +99,14 @@ def fitted_for_the_detector(image: Image.Image) -> tuple[Image.Image, float]:
     return image, scale
 
 
-# Crops per call of a line stage between two `stop()` checks: four of PP-OCR's batches of 6,
-# about a second of recognition on 2 cores.
-LINES_PER_CALL = 24
+# PP-OCR reads lines in batches of LINE_BATCH crops sorted by aspect ratio, each crop scaled to
+# LINE_HEIGHT pixels high and the batch padded to its widest (at least MIN_LINE_WIDTH), so a
+# batch's work is its pixels, not its count: four batches of ordinary lines are about 0.6 MP,
+# four of lines 250 times as wide as high 14 MP (55.7-58.9 s for a 30 s deadline when a step
+# was 24 lines whatever their width). A step of a line stage, between two `stop()` checks, is
+# whole batches up to PIXELS_PER_CALL (about a second of recognition on 2 cores), at least one.
+LINE_BATCH, LINE_HEIGHT, MIN_LINE_WIDTH = 6, 48, 320
+PIXELS_PER_CALL = 4 * LINE_BATCH * LINE_HEIGHT * 480
 
 
 def never() -> bool:
@@ -208,11 +213,25 @@ class Stages:
         return [order[int(i)] for i in np.argsort(ratios)]
 
     def slices(self, crops: list[np.ndarray]) -> Iterator[list[int]]:
+        """The chosen crops in steps of whole batches (PP-OCR's, so a line reads the same as
+        in one call) of at most PIXELS_PER_CALL of recogniser input, the first batch of a
+        step whatever its size; none once `stop()` turns true."""
         chosen, stop = self.chosen(crops), self.stop
-        for start in range(0, len(chosen), LINES_PER_CALL):
-            if stop():
-                return
-            yield chosen[start : start + LINES_PER_CALL]
+        step: list[int] = []
+        pixels = 0
+        for start in range(0, len(chosen), LINE_BATCH):
+            batch = chosen[start : start + LINE_BATCH]
+            widest = max(crops[i].shape[1] / crops[i].shape[0] for i in batch)
+            cost = len(batch) * LINE_HEIGHT * max(MIN_LINE_WIDTH, math.ceil(LINE_HEIGHT * widest))
+            if step and pixels + cost > PIXELS_PER_CALL:
+                if stop():
+                    return
+                yield step
+                step, pixels = [], 0
+            step += batch
+            pixels += cost
+        if step and not stop():
+            yield step
 
     def classify(self, crops: list[np.ndarray]) -> tuple[list[np.ndarray], list, float]:
         crops, results, elapsed = list(crops), [["0", 0.0]] * len(crops), 0.0

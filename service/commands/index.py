@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from mmrag.core.options import setting_flag
+from mmrag.indexes.corpus.reader import DUPLICATE_POLICIES
 from mmrag.indexes.encoders.text import DEFAULT_TEXT_EMBEDDER
 from mmrag.indexes.executor import EXECUTORS, RAY_BATCH_SIZE
 
@@ -36,6 +37,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--force",
         action="store_true",
         help="replace --out even if it is not an mmrag index (a file, or a folder of files)",
+    )
+    build.add_argument(
+        "--on-duplicate",
+        choices=DUPLICATE_POLICIES,
+        default="error",
+        help="a source id given again with other content: an error naming both (the "
+        "default), or keep the first; the same id with the same content is always skipped",
     )
     build.add_argument("--k1", type=float, default=1.5)
     build.add_argument("--b", type=float, default=0.75)
@@ -181,6 +189,7 @@ def run_build(args: argparse.Namespace) -> int:
             ocr_progress=ocr_progress,
             force=args.force,
             executor=executor,
+            on_duplicate=args.on_duplicate,
         )
 
     embed = args.text_embedder != "none"
@@ -207,6 +216,8 @@ def run_build(args: argparse.Namespace) -> int:
             text_encoder(args.text_embedder, args.device) if embed else None,
             clip_encoder(args.clip, args.clip_backend, args.device) if args.clip else None,
         )
+    for warning in report.warnings:
+        print(f"mmrag: warning: {warning}", file=sys.stderr)
     print(report.summary())
     return 0
 

@@ -8,6 +8,8 @@ leaves stops its work, and the engine is free again as soon as a stream ends.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -19,9 +21,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mmrag.core.attachments import AttachedImage, ImageAttacher
 from mmrag.core.components import build_attacher
-from mmrag.core.deadline import Deadline
 from mmrag.core.pipeline import QAResult, QARun
 from mmrag.indexes.errors import InputError
+from mmrag.runtime.deadline import Deadline
 from mmrag.service.limits import Ticket
 from mmrag.service.routes.common import settings_of, while_connected
 from mmrag.service.schemas import AnswerResponse
@@ -68,7 +70,7 @@ class AnswerStream(StreamingResponse):
             await super().__call__(scope, watching, send)
         finally:
             self.run.close()
-            self.ticket.release()
+            release_when_stopped(self.run, self.ticket)
             if not self.delivered:
                 self.request.app.state.metrics.dropped_streams.inc()
             elif self.run.result is not None:  # None: the run failed, and an error was sent
@@ -130,14 +132,26 @@ async def answer_once(
     request: Request, admission: Admission, question: str, options: dict[str, Any]
 ) -> QAResult:
     """The whole answer, waited for while the client is there; bad input is a 422."""
+    run = request.app.state.pipeline.run(question, deadline=admission.deadline, **options)
     try:
-        pipeline = request.app.state.pipeline
-        answering = partial(pipeline.answer, question, deadline=admission.deadline, **options)
-        return await while_connected(request, admission.deadline, answering)
+        return await while_connected(request, admission.deadline, run.wait)
     except InputError as exc:
         raise HTTPException(422, str(exc)) from None
     finally:
-        admission.ticket.release()
+        run.close()
+        release_when_stopped(run, admission.ticket)
+
+
+def release_when_stopped(run: QARun, ticket: Ticket) -> None:
+    """Free the run's slot once its worker has stopped working, not before: a worker that
+    outlives its answer (an engine that hangs) still holds the engine or a core."""
+    loop = asyncio.get_running_loop()
+
+    def release() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: the server has stopped
+            loop.call_soon_threadsafe(ticket.release)
+
+    run.when_stopped(release)
 
 
 def record(result: QAResult, request: Request) -> None:

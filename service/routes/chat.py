@@ -32,6 +32,7 @@ from mmrag.generation.types import Turn
 from mmrag.indexes.errors import InputError
 from mmrag.service.footnotes import footnotes, without_footnotes
 from mmrag.service.openai_chat import (
+    OPENAI_PATHS,
     AssistantMessage,
     ChatCompletion,
     ChatCompletionChunk,
@@ -47,6 +48,7 @@ from mmrag.service.openai_chat import (
     ModelList,
     OpenAIError,
     completion_id,
+    cut_at_stop,
     error_body,
     now,
 )
@@ -58,20 +60,25 @@ from mmrag.service.routes.answering import (
     stream,
 )
 from mmrag.service.routes.common import ERRORS, quoted, settings_of
-from mmrag.service.schemas import AnswerResponse
+from mmrag.service.schemas import AnswerResponse, visible
 
 router = APIRouter()
-OPENAI_PATHS = frozenset({"/v1/models", "/v1/chat/completions"})
 
 
 def openai_error(description: str) -> dict[str, Any]:
     return {"model": OpenAIError, "description": description}
 
 
-# The server's own refusals (before a route runs) keep their shape; the route's are OpenAI's.
+# Every error of the route is in OpenAI's shape, the server's own (408, 413) included; a
+# head too large for the server to read (431) keeps the server's shape.
 CHAT_ERRORS = {
-    **{status: ERRORS[status] for status in (408, 413, 431)},
-    400: openai_error("invalid request: the message names the field and the problem"),
+    431: ERRORS[431],
+    408: openai_error(ERRORS[408]["description"]),
+    413: openai_error(ERRORS[413]["description"]),
+    400: openai_error(
+        "invalid request: the message names the field and the problem, or an output this "
+        "service does not write (n above 1, a response_format other than text, logprobs ...)"
+    ),
     404: openai_error("no such model: see GET /v1/models"),
     422: openai_error("the attached image does not decode, or is too large"),
     429: openai_error("at capacity; retry after the Retry-After header's seconds"),
@@ -118,14 +125,14 @@ def conversation_of(request: Request, body: ChatRequest) -> tuple[str, list[Turn
         raise HTTPException(400, f"messages.{at}: the last message must be the user's question")
     question = messages[asking].text().strip()
     photo = latest_photo(messages[: asking + 1])
-    if not question and messages[asking].image_urls():
+    if not visible(question) and messages[asking].image_urls():
         before = messages[asking - 1] if asking else None
-        if before is not None and before.role == "user" and before.text().strip():
+        if before is not None and before.role == "user" and visible(before.text()):
             asking -= 1
             question = before.text().strip()
         else:
             question = IMAGE_QUESTION
-    if not question:
+    if not visible(question):  # zero-width spaces are no question
         raise HTTPException(400, f"messages.{asking}: the question has no text")
     if len(question) > settings.max_question_chars:
         limit = settings.max_question_chars
@@ -195,7 +202,8 @@ class Reply:
         content = answered.answer
         if body.sources_in_content:
             content += footnotes(answered, str(request.base_url))
-        return cls(content, ended, CompletionUsage.of(usage), note)
+        content, stopped = cut_at_stop(content, body.stop_sequences())
+        return cls(content, "stop" if stopped else ended, CompletionUsage.of(usage), note)
 
 
 @router.post(
@@ -211,6 +219,8 @@ async def chat_completions(request: Request, body: ChatRequest):
         raise HTTPException(
             404, f"the model {quoted(body.model)} does not exist; this serves {model!r}"
         )
+    if (refused := body.refused()) is not None:
+        raise HTTPException(400, refused)
     question, turns, photo = conversation_of(request, body)
     options: dict[str, Any] = {
         "conversation": turns,

@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 from fastapi import HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 
-from mmrag.core.deadline import Deadline
 from mmrag.core.settings import Settings
+from mmrag.runtime.deadline import Deadline
 from mmrag.service.schemas import AnswerRequest, ErrorOut, SearchRequest, TurnIn
 
 
