@@ -98,6 +98,19 @@ class Settings(BaseSettings):
     judge_vision: bool | None = Field(
         None, description="the judge takes images, as vision says of the generator"
     )
+    judge_text: bool | None = Field(
+        None,
+        description="put claims the text verifier is unsure of to the LM judge, as a yes/no "
+        "question over the cited text (default: when judge_engine names a judge, or when the "
+        "generator is a VLM that judges images; never the embedded SmolLM2-135M, too small "
+        "to judge)",
+    )
+    judge_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="how long the judge's questions about one claim may take together, within "
+        "the answer's deadline; past it the claim keeps the text verifier's verdict",
+    )
     rewrite: RewriteMode = Field(
         "rules",
         description="how a follow-up becomes a standalone question: rules (offline: carry the "

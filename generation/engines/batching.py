@@ -73,12 +73,16 @@ class Request:
 
     `tokens` receives the row's token ids, then None when the row is done; `error` then says
     why it ended early, if it did. `halt` is set by the caller when it wants no more tokens.
+    A request with `top_k` asks for no tokens but the next one's `top_k` log-probabilities
+    (a judge's P("yes")), which `scores` holds, as (log-probabilities, token ids), once done.
     """
 
     inputs: dict[str, torch.Tensor]
     max_tokens: int
     temperature: float
     cancelled: Callable[[], bool] | None
+    top_k: int | None = None
+    scores: tuple[list[float], list[int]] | None = None
     tokens: queue.SimpleQueue[int | None] = field(default_factory=queue.SimpleQueue)
     halt: threading.Event = field(default_factory=threading.Event)
     error: Exception | None = None
@@ -91,13 +95,14 @@ class Request:
 
     @property
     def key(self) -> tuple:
-        """Requests with equal keys can share a batch: one sampling setting for all rows, and
-        inputs that collate (the same tensors, equal but for the axis they are joined on)."""
+        """Requests with equal keys can share a batch: all of them asking for tokens or all for
+        log-probabilities, one sampling setting for all rows, and inputs that collate (the same
+        tensors, equal but for the axis they are joined on)."""
         layout = tuple(
             (name, "per token" if self.per_token(name) else tuple(value.shape[1:]), value.dtype)
             for name, value in sorted(self.inputs.items())
         )
-        return (self.temperature, layout)
+        return (self.top_k is not None, self.temperature, layout)
 
     def wanted(self) -> bool:
         """Whether the row should go on; asks the caller's `cancelled`, and ends a row that is
