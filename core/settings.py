@@ -85,9 +85,9 @@ class Settings(BaseSettings):
     )
     judge_engine: EngineName | None = Field(
         None,
-        description="backend of the LM judge, which scores relevance (--reranker lm-judge) and, "
-        "when it sees images, checks claims cited to images against their pixels; default: "
-        "the generator itself",
+        description="backend of the LM judge, which scores relevance (--reranker lm-judge), "
+        "checks claims cited to images against their pixels when it sees images, and decides "
+        "the text claims the verifier is unsure of (judge_text); default: the generator itself",
     )
     judge_model: str | None = Field(
         None, description="the judge's model (hub name, path or served name); needs judge_engine"

@@ -6,7 +6,8 @@ answers/s grows with the batch. Requests wait in one queue; one thread takes the
 left-pads the prompts to one length, runs one `generate` over them, and routes each row's new
 token ids to its own request, which stops on its own (max_tokens, EOS, its caller's stop
 strings or cancellation). Only rows with the same sampling settings and the same input layout
-(pixels or none) share a batch.
+(pixels or none) share a batch. A judge's requests for the next token's log-probabilities
+(P("yes")) batch the same way, among themselves: one step of `generate` for all of them.
 
 Batches that fill: that thread does nothing per request but collate and route ids. Each caller
 prepares its own request in its own thread (chat template, tokens, a VLM's pixels), in parallel

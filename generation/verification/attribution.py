@@ -19,7 +19,7 @@ breaking the tie when only some of it is.
 
 A claim cited to an image may say what only its pixels show: WebQA writes its image questions
 (colours, shapes, counts) so that the caption does not answer them. With a judge that sees
-images (`ImageJudge`, the LM judge on a VLM), such a claim is supported when its text holds the
+images (a `Judge`, the LM judge on a VLM), such a claim is supported when its text holds the
 whole claim or the judge confirms it from the image, and a judge's "no" beats a partial text
 match. Text sources, and every source when no judge sees images, are verified by their text.
 With a text judge as well (`text_judge`, the LM judge on a capable model), a claim whose text
