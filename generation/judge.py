@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from mmrag.generation.engines.base import Engine, Message
-from mmrag.generation.errors import GenerationError, NoLogprobs
+from mmrag.generation.errors import NoLogprobs
 from mmrag.generation.prompts import entailment_messages, judge_messages, support_messages
 from mmrag.generation.reading.text import read
 from mmrag.generation.types import SourceLike
@@ -168,9 +168,9 @@ def within(
     timeout_s: float | None,
     interrupt: Callable[[], str | None] | None = None,
 ) -> list[float | None]:
-    """The calls' results, run on `threads` concurrently, each None where it failed with a
-    GenerationError or had not returned when `timeout_s` passed or `interrupt()` said stop;
-    those not started by then never start."""
+    """The calls' results, run on `threads` concurrently, each None where it failed or had
+    not returned when `timeout_s` passed or `interrupt()` said stop; those not started by then
+    never start."""
     futures: list[Future] = [threads.submit(call) for call in calls]
     until = None if timeout_s is None else time.monotonic() + timeout_s
     pending = set(futures)
@@ -189,9 +189,12 @@ def within(
 
 
 def _result(future: Future) -> float | None:
+    """A call's result; None if it has none. A judge is advisory: whatever failed in it (an
+    engine error, a server's malformed reply) leaves the verdict to the text verifier rather
+    than failing the answer."""
     if not future.done() or future.cancelled():
         return None
     try:
         return future.result()
-    except GenerationError:
+    except Exception:
         return None
