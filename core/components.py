@@ -62,7 +62,7 @@ def build_judge(settings: Settings, retriever: HybridRetriever, engine):
             settings.judge_url,
             settings.judge_vision,
         )
-    return LMJudge(judge_engine, images=image_bytes(retriever))
+    return LMJudge(judge_engine, images=image_bytes(retriever), timeout_s=settings.judge_timeout_s)
 
 
 def grounding_problem(settings: Settings) -> str | None:
@@ -172,7 +172,7 @@ def build_pipeline(settings: Settings, retriever: HybridRetriever | None = None)
         retriever,
         selector,
         writer,
-        build_attributor(settings, judge if judge.sees_images else None),
+        build_attributor(settings, judge),
         abstain=settings.abstain,
         grounder=build_citation_grounder(settings, retriever, engine),
         scene_text=SceneTextAnswerer(engine, mode=DEFAULT_MODE, embed=minilm_embed()),
@@ -189,14 +189,27 @@ def minilm_embed():
 
 
 def build_attributor(settings: Settings, judge=None):
-    """The configured verifier; with `judge` (an LM judge that sees images), claims cited to
-    images are also checked against their pixels."""
+    """The configured verifier; with `judge` (the LM judge), claims cited to images are also
+    checked against their pixels where it sees images, and claims the verifier is unsure of
+    are put to it where `judges_text` says so."""
     from mmrag.generation.verification.attribution import Attributor
     from mmrag.generation.verification.verifier import load_verifier
 
     embed = minilm_embed() if settings.verifier == "lexical" else None
     verifier = load_verifier(settings.verifier, embed=embed, device=settings.device)
-    return Attributor(verifier, judge=judge)
+    sees = judge if judge is not None and judge.sees_images else None
+    reads = judge if judge is not None and judges_text(settings, judge) else None
+    return Attributor(verifier, judge=sees, text_judge=reads)
+
+
+def judges_text(settings: Settings, judge) -> bool:
+    """Whether the LM judge decides the text claims the verifier is unsure of: as
+    `judge_text` says; by default when a judge was named (`judge_engine`) or the generator is
+    a VLM that judges images, a model that can judge. The embedded SmolLM2-135M cannot: it put
+    P(yes) at 0.44-0.62 on easy relevance pairs whatever they said."""
+    if settings.judge_text is not None:
+        return settings.judge_text
+    return settings.judge_engine is not None or judge.sees_images
 
 
 def build_rationale_writer(engine, choose: str = "similarity"):

@@ -95,6 +95,8 @@ def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
         "judge_model",
         "judge_url",
         "judge_vision",
+        "judge_text",
+        "judge_timeout_s",
         "rewrite",
         "abstain",
         "guided_citations",

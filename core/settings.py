@@ -85,9 +85,9 @@ class Settings(BaseSettings):
     )
     judge_engine: EngineName | None = Field(
         None,
-        description="backend of the LM judge, which scores relevance (--reranker lm-judge) and, "
-        "when it sees images, checks claims cited to images against their pixels; default: "
-        "the generator itself",
+        description="backend of the LM judge, which scores relevance (--reranker lm-judge), "
+        "checks claims cited to images against their pixels when it sees images, and decides "
+        "the text claims the verifier is unsure of (judge_text); default: the generator itself",
     )
     judge_model: str | None = Field(
         None, description="the judge's model (hub name, path or served name); needs judge_engine"
@@ -97,6 +97,19 @@ class Settings(BaseSettings):
     )
     judge_vision: bool | None = Field(
         None, description="the judge takes images, as vision says of the generator"
+    )
+    judge_text: bool | None = Field(
+        None,
+        description="put claims the text verifier is unsure of to the LM judge, as a yes/no "
+        "question over the cited text (default: when judge_engine names a judge, or when the "
+        "generator is a VLM that judges images; never the embedded SmolLM2-135M, too small "
+        "to judge)",
+    )
+    judge_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="how long the judge's questions about one claim may take together, within "
+        "the answer's deadline; past it the claim keeps the text verifier's verdict",
     )
     rewrite: RewriteMode = Field(
         "rules",

@@ -57,7 +57,11 @@ class Verify:
 
     def __call__(self, answer: Answer, context: StepContext) -> Answer:
         return self.attributor.attribute(
-            context.question, answer, abstain=context.abstain, runners_up=context.runners_up
+            context.question,
+            answer,
+            abstain=context.abstain,
+            runners_up=context.runners_up,
+            interrupt=context.deadline.why_stop,
         )
 
 

@@ -42,7 +42,9 @@ class Region:
     label: str  # what was looked for, or the VLM's name for what it boxed
 
 
-JudgedBy = Literal["text", "image"]
+# What decided that a source supports a claim: its text (the verifier), a judge that looked at
+# its image, or a judge model that read its text where the verifier was unsure.
+JudgedBy = Literal["text", "image", "model"]
 Role = Literal["user", "assistant"]
 
 
@@ -62,8 +64,7 @@ class Citation:
     box: Region | None = None  # in a cited image, the region that supports the answer
     # In a cited text, the sentence that supports the answer: [start, end) in its `text`.
     span: tuple[int, int] | None = None
-    # What judged that the source supports the answer: its text (title, caption or snippet,
-    # OCR text) or a judge that looked at its image; None where nothing judged it.
+    # What judged that the source supports the answer (`JudgedBy`); None where nothing did.
     judged_by: JudgedBy | None = None
     # How surely: the text verifier's score, or the judge's P("yes").
     support: float | None = None

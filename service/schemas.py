@@ -240,13 +240,15 @@ class CitationOut(BaseModel):
     span: SpanOut | None = Field(
         None, description="for a cited text, the sentence of its `text` that supports the answer"
     )
-    judged_by: Literal["text", "image"] | None = Field(
+    # generation.types.JudgedBy, spelled out: search-only callers must not import generation.
+    judged_by: Literal["text", "image", "model"] | None = Field(
         None,
         description="what found that the source supports the answer: its text (title, caption "
-        "or snippet, OCR text), or a judge that looked at its image; null where nothing judged",
+        "or snippet, OCR text), a judge that looked at its image, or a judge model that read "
+        "its text where the text verifier was unsure; null where nothing judged",
     )
     support: float | None = Field(
-        None, description="how surely: the text verifier's score, or the image judge's P(yes)"
+        None, description="how surely: the text verifier's score, or the judge's P(yes)"
     )
 
     @classmethod

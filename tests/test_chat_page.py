@@ -332,3 +332,55 @@ def test_what_the_model_said_that_no_source_does_is_shown_muted_and_struck(open_
     muted = page.evaluate("getComputedStyle(document.querySelector('.cut')).color")
     text = page.evaluate("getComputedStyle(document.querySelector('.answer-text')).color")
     assert muted != text
+
+
+def test_a_citation_a_judge_model_decided_says_which_judge(open_page):
+    """A stubbed answer (as the generator-failure test's): the page's server has no judge
+    model, and what is tested is how the page labels what one decided; the service's own
+    `judged_by: "model"` is tested in tests/test_text_judge.py."""
+    page = open_page()
+    sources = [
+        {"source_id": "s-1", "modality": "text", "title": "Hartwell", "score": 0.9,
+         "text": "The Old Mill in Hartwell was built in 1820.", "url": None, "image_url": None},
+        {"source_id": "p-1", "modality": "image", "title": "Old Mill", "score": 0.8,
+         "text": "The mill's door.", "url": None, "image_url": None},
+        {"source_id": "s-2", "modality": "text", "title": "Ashby", "score": 0.7,
+         "text": "Ashby is a river.", "url": None, "image_url": None},
+    ]  # fmt: skip
+    citations = [
+        {
+            "marker": 1,
+            "source_id": "s-1",
+            "modality": "text",
+            "judged_by": "model",
+            "support": 0.82,
+        },
+        {
+            "marker": 2,
+            "source_id": "p-1",
+            "modality": "image",
+            "judged_by": "image",
+            "support": 0.9,
+        },
+        {"marker": 3, "source_id": "s-2", "modality": "text", "judged_by": "text", "support": 1.0},
+    ]
+    result = {
+        "answer": "The Old Mill was built in 1820 [1][2][3].",
+        "answer_without_markers": "The Old Mill was built in 1820.",
+        "citations": citations,
+        "sources": sources,
+        "timings": {},
+        "generation_error": None,
+        "abstained": False,
+        "attribution": "model",
+        "cut": [],
+    }
+    body = f"event: answer\ndata: {json.dumps(result)}\n\n"
+    page.route(
+        "**/v1/answer",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=body),
+    )
+    answer = ask(page, "When was the Old Mill built?")
+    assert answer.get_attribute("data-state") == "done", answer.inner_text()
+    labels = [card.locator(".judged").all_inner_texts() for card in answer.locator(".card").all()]
+    assert labels == [["confirmed by the judge model (82%)"], ["seen in the image (90%)"], []]

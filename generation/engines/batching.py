@@ -6,7 +6,8 @@ answers/s grows with the batch. Requests wait in one queue; one thread takes the
 left-pads the prompts to one length, runs one `generate` over them, and routes each row's new
 token ids to its own request, which stops on its own (max_tokens, EOS, its caller's stop
 strings or cancellation). Only rows with the same sampling settings and the same input layout
-(pixels or none) share a batch.
+(pixels or none) share a batch. A judge's requests for the next token's log-probabilities
+(P("yes")) batch the same way, among themselves: one step of `generate` for all of them.
 
 Batches that fill: that thread does nothing per request but collate and route ids. Each caller
 prepares its own request in its own thread (chat template, tokens, a VLM's pixels), in parallel
@@ -73,12 +74,16 @@ class Request:
 
     `tokens` receives the row's token ids, then None when the row is done; `error` then says
     why it ended early, if it did. `halt` is set by the caller when it wants no more tokens.
+    A request with `top_k` asks for no tokens but the next one's `top_k` log-probabilities
+    (a judge's P("yes")), which `scores` holds, as (log-probabilities, token ids), once done.
     """
 
     inputs: dict[str, torch.Tensor]
     max_tokens: int
     temperature: float
     cancelled: Callable[[], bool] | None
+    top_k: int | None = None
+    scores: tuple[list[float], list[int]] | None = None
     tokens: queue.SimpleQueue[int | None] = field(default_factory=queue.SimpleQueue)
     halt: threading.Event = field(default_factory=threading.Event)
     error: Exception | None = None
@@ -91,13 +96,14 @@ class Request:
 
     @property
     def key(self) -> tuple:
-        """Requests with equal keys can share a batch: one sampling setting for all rows, and
-        inputs that collate (the same tensors, equal but for the axis they are joined on)."""
+        """Requests with equal keys can share a batch: all of them asking for tokens or all for
+        log-probabilities, one sampling setting for all rows, and inputs that collate (the same
+        tensors, equal but for the axis they are joined on)."""
         layout = tuple(
             (name, "per token" if self.per_token(name) else tuple(value.shape[1:]), value.dtype)
             for name, value in sorted(self.inputs.items())
         )
-        return (self.temperature, layout)
+        return (self.top_k is not None, self.temperature, layout)
 
     def wanted(self) -> bool:
         """Whether the row should go on; asks the caller's `cancelled`, and ends a row that is

@@ -169,6 +169,9 @@ class TransformersEngine(InProcess):
         from mmrag.generation.engines.batching import RowsDone, RowStreamer, collate
 
         inputs = collate(rows, self.pad_id)
+        if rows[0].top_k is not None:
+            self._score(rows, inputs)
+            return
         prompt_length = inputs["input_ids"].shape[-1]
         with self._model_lock, self.torch.inference_mode():
             self.model.generate(
@@ -179,6 +182,22 @@ class TransformersEngine(InProcess):
                     [RowsDone(rows, prompt_length, self.batcher.sweep)]
                 ),
             )
+
+    def _score(self, rows: list[Request], inputs: dict[str, Any]) -> None:
+        """Each row's next-token log-probabilities, its top_k kept: one step of `generate`,
+        which places a left-padded row's positions as it does when it decodes."""
+        with self._model_lock, self.torch.inference_mode():
+            out = self.model.generate(
+                **inputs,
+                **self._generate_options(1, 0.0),
+                output_logits=True,
+                return_dict_in_generate=True,
+            )
+        logprobs = self.torch.log_softmax(out.logits[0].float(), dim=-1)
+        for row, row_logprobs in zip(rows, logprobs, strict=True):
+            values, ids = row_logprobs.topk(min(row.top_k or 1, row_logprobs.shape[-1]))
+            row.scores = (values.tolist(), ids.tolist())
+            row.end()
 
     def stream(
         self,
@@ -228,12 +247,26 @@ class TransformersEngine(InProcess):
                 usage.completion_tokens = request.emitted
 
     def next_token_logprobs(self, messages: list[Message], *, top_k: int = 20) -> dict[str, float]:
-        inputs = self._inputs(messages)
-        with self._model_lock, self.torch.inference_mode():
-            logits = self.model(**inputs).logits[0, -1].float()
-        logprobs = self.torch.log_softmax(logits, dim=-1)
-        values, ids = logprobs.topk(min(top_k, logprobs.shape[-1]))
+        """Through the batcher, as `stream`: concurrent calls (a judge's questions about one
+        answer) are read in one forward pass."""
+        from mmrag.generation.engines.batching import Request
+
+        with self.batcher.arriving() as submit:
+            request = Request(
+                inputs=self._inputs(messages),
+                max_tokens=1,
+                temperature=0.0,
+                cancelled=None,
+                top_k=top_k,
+            )
+            submit(request)
+        while request.tokens.get() is not None:
+            pass
+        if request.error is not None or request.scores is None:
+            raise request.error or GenerationError(
+                f"the transformers engine gave no log-probabilities for {self.info.model!r}"
+            )
         table: dict[str, float] = {}
-        for value, token_id in zip(values.tolist(), ids.tolist(), strict=True):
+        for value, token_id in zip(*request.scores, strict=True):
             merge_logprob(table, self.tokenizer.decode([token_id]), value)
         return table

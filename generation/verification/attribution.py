@@ -19,22 +19,26 @@ breaking the tie when only some of it is.
 
 A claim cited to an image may say what only its pixels show: WebQA writes its image questions
 (colours, shapes, counts) so that the caption does not answer them. With a judge that sees
-images (`ImageJudge`, the LM judge on a VLM), such a claim is supported when its text holds the
+images (a `Judge`, the LM judge on a VLM), such a claim is supported when its text holds the
 whole claim or the judge confirms it from the image, and a judge's "no" beats a partial text
-match. Text sources, and every source when no judge sees images, are verified as before.
+match. Text sources, and every source when no judge sees images, are verified by their text.
+With a text judge as well (`text_judge`, the LM judge on a capable model), a claim whose text
+score lies in the `UNCERTAIN` band is put to it as a yes/no question over the cited text, and
+its answer decides. What the judges are asked about one claim is asked together, within their
+deadline, and a question they leave unanswered leaves the text verifier's verdict.
 Each kept citation says what judged it and how surely, and a text source's the sentence that
 supports the claim (`Citation.span`).
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple, Protocol
 
 from mmrag.generation.citations import cite_sentence, strip_markers
+from mmrag.generation.judge import Ask, Entails, Shows
 from mmrag.generation.reading.question import Question, as_question
 from mmrag.generation.reading.text import Reading, read
 from mmrag.generation.types import Answer, Citation, Cut, JudgedBy, SourceLike
@@ -47,6 +51,10 @@ DECLINE = "The indexed sources do not answer this question."
 UNANSWERED = frozenset({"declined", "unsupported"})  # attributions of an answer no source backs
 # auto: decline what no source supports; never: keep it, uncited (every question answerable).
 AbstainPolicy = Literal["auto", "never"]
+# Text scores a text judge is asked about: between them the verifier is unsure of its verdict
+# (a calibrated verifier's probability near 0.5), outside them its verdict stands. The lexical
+# verifier's scores are 0 or 1, so behind it a text judge is never asked.
+UNCERTAIN = (0.25, 0.75)
 
 
 class CitationScores(NamedTuple):
@@ -58,12 +66,15 @@ class CitationScores(NamedTuple):
     precision: float | None
 
 
-class ImageJudge(Protocol):
-    """What verification asks a model that sees images (the LM judge on a VLM)."""
+class Judge(Protocol):
+    """What verification asks a model (the LM judge): whether an image source shows a claim
+    (`Shows`, of a judge that sees images), whether a cited text says it (`Entails`)."""
 
-    def support(self, question: str, claim: str, source: SourceLike) -> float | None:
-        """P(the image source shows the claim); None when it cannot see the image or gives
-        no verdict."""
+    def answer_all(
+        self, asks: Sequence[Ask], *, interrupt: Callable[[], str | None] | None = None
+    ) -> list[float | None]:
+        """P("yes") for each, asked together within the judge's deadline; None where it
+        cannot see the image, gives no verdict or gives none in time."""
         ...
 
 
@@ -79,13 +90,16 @@ class Attributor:
         verifier: Verifier,
         *,
         threshold: float = SUPPORTED,
-        judge: ImageJudge | None = None,
+        judge: Judge | None = None,
+        text_judge: Judge | None = None,
     ) -> None:
         """`judge`, a model that sees images, checks claims cited to image sources against
-        their pixels; without one, every source is judged by its text."""
+        their pixels; `text_judge` decides the claims whose text score is `UNCERTAIN`; without
+        them, every source is judged by its text."""
         self.verifier = verifier
         self.threshold = threshold
         self.judge = judge
+        self.text_judge = text_judge
 
     def text_support(
         self, question: Question | str, claim: str, sources: Sequence[SourceLike]
@@ -93,17 +107,48 @@ class Attributor:
         question = as_question(question)
         return self.verifier.support(question, claim, [evidence_text(s) for s in sources])
 
-    def judgement(self, question: Question | str, claim: str, source: SourceLike) -> Judgement:
+    def judgement(
+        self,
+        question: Question | str,
+        claim: str,
+        source: SourceLike,
+        *,
+        interrupt: Callable[[], str | None] | None = None,
+    ) -> Judgement:
         """Whether one source supports the claim, and what said so. Its text settles it when
         it holds the whole claim; else, for an image, a judge that sees it decides (its "no"
-        beating a partial text match); else the text verifier's verdict stands."""
+        beating a partial text match); else, where the text score is `UNCERTAIN`, the text
+        judge decides; else, or where a judge gives no verdict, the text verifier's stands."""
+        return self.judgements(question, claim, [source], interrupt=interrupt)[0]
+
+    def judgements(
+        self,
+        question: Question | str,
+        claim: str,
+        sources: Sequence[SourceLike],
+        *,
+        interrupt: Callable[[], str | None] | None = None,
+    ) -> list[Judgement]:
+        """Each source judged alone, as `judgement` says; what a judge is asked about them is
+        asked at once (one batch, for an engine that batches), until `interrupt()` says stop."""
         question = as_question(question)
-        text = self.text_support(question, claim, [source])
-        if source.modality == "image" and self.judge is not None and text < self.verifier.certain:
-            seen = self.judge.support(question.text, claim, source)
-            if seen is not None:
-                return Judgement(seen >= SUPPORTED, "image", seen)
-        return Judgement(text >= self.threshold, "text", text)
+        judged, asks = [], []
+        for at, source in enumerate(sources):
+            text = self.text_support(question, claim, [source])
+            judged.append(Judgement(text >= self.threshold, "text", text))
+            unsettled = text < self.verifier.certain
+            if source.modality == "image" and self.judge is not None and unsettled:
+                asks.append((at, self.judge, Shows(question.text, claim, source), "image"))
+            elif self.text_judge is not None and UNCERTAIN[0] <= text <= UNCERTAIN[1]:
+                cited = Entails(question.text, claim, evidence_text(source))
+                asks.append((at, self.text_judge, cited, "model"))
+        for judge in {id(judge): judge for _, judge, _, _ in asks}.values():
+            mine = [(at, ask, by) for at, asker, ask, by in asks if asker is judge]
+            said = judge.answer_all([ask for _, ask, _ in mine], interrupt=interrupt)
+            for (at, _, by), yes in zip(mine, said, strict=True):
+                if yes is not None:
+                    judged[at] = Judgement(yes >= SUPPORTED, by, yes)
+        return judged
 
     def supports(self, question: Question | str, claim: str, sources: Sequence[SourceLike]) -> bool:
         """One source as `judgement` judges it; several read together, as text."""
@@ -119,11 +164,13 @@ class Attributor:
         *,
         abstain: bool = True,
         runners_up: Sequence[SourceLike] = (),
+        interrupt: Callable[[], str | None] | None = None,
     ) -> Answer:
         """The answer with only supported citations, or cut, replaced or declined as the
         module docstring says; a failed generation is returned as it is. `runners_up`,
         retrieved sources that were not given to the model, may still hold the sentence that
-        answers (then cited as one more source)."""
+        answers (then cited as one more source). `interrupt()` (the request's deadline) stops
+        waiting for judges, whose unanswered questions leave the text verifier's verdicts."""
         question = as_question(question)
         if answer.generation_error or not answer.text:
             return answer
@@ -139,26 +186,22 @@ class Attributor:
         parts = [] if refused else supported_parts(question, said, gaps)
         for part in (p for p in parts if not _keeps_gap(p.text, gaps)):
             claim = part.text
-
-            @functools.cache  # by marker: a judge that sees is asked once per claim
-            def judge(marker: int, claim: str = claim) -> Judgement:
-                return self.judgement(question, claim, sources[marker - 1])
-
+            judged: dict[int, Judgement] = {}  # by marker: a judge is asked once per claim
             markers = [c.marker for c in answer.citations]
-            kept = [n for n in markers if judge(n).supported]
+            kept = self._supporting(question, claim, sources, markers, judged, interrupt)
             if kept:
-                cited = [_judged(sources, n, judge(n)) for n in kept]
+                cited = [_judged(sources, n, judged[n]) for n in kept]
                 return self._cited(answer, claim, cited, "model", part.cut)
             if len(markers) > 1:  # a comparison needs both of its sources
                 joint = self._joint(question, claim, sources, markers)
                 if joint is not None:
                     return self._cited(answer, claim, joint, "model", part.cut)
-            backing = [n for n in range(1, len(sources) + 1) if judge(n).supported]
+            everything = range(1, len(sources) + 1)
+            backing = self._supporting(question, claim, sources, everything, judged, interrupt)
             if backing:
-                citations = [_judged(sources, n, judge(n)) for n in backing[:2]]
+                citations = [_judged(sources, n, judged[n]) for n in backing[:2]]
                 return self._cited(answer, claim, citations, "verified", part.cut)
             if len(sources) > 1:
-                everything = range(1, len(sources) + 1)
                 joint = self._joint(question, claim, sources, everything)
                 if joint is not None:
                     return self._cited(answer, claim, joint[:2], "verified", part.cut)
@@ -173,6 +216,23 @@ class Attributor:
             citation = _judged(sources, number, None)
             return self._cited(answer, sentence, [citation], "extractive", replaced)
         return replace(self.unanswered(answer, abstain=abstain), cut=replaced if abstain else [])
+
+    def _supporting(
+        self,
+        question: Question,
+        claim: str,
+        sources: Sequence[SourceLike],
+        markers: Iterable[int],
+        judged: dict[int, Judgement],
+        interrupt: Callable[[], str | None] | None,
+    ) -> list[int]:
+        """The markers whose source supports the claim alone; those not yet in `judged` (this
+        claim's judgements, by marker) are judged together and added."""
+        markers = list(markers)
+        new = [n for n in dict.fromkeys(markers) if n not in judged]
+        found = self.judgements(question, claim, [sources[n - 1] for n in new], interrupt=interrupt)
+        judged.update(zip(new, found, strict=True))
+        return [n for n in markers if judged[n].supported]
 
     def _joint(
         self, question: Question, claim: str, sources: Sequence[SourceLike], markers: Sequence[int]

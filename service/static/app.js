@@ -230,12 +230,19 @@ function cardText(text, span) {
   return paragraph;
 }
 
+// What checked a citation, where a judge model did: it looked at the image, or read the text
+// where the text verifier was unsure. A citation its text alone settled gets no label.
+const JUDGED = {
+  image: ["seen in the image", "A vision-language model looked at the image and confirmed the answer"],
+  model: ["confirmed by the judge model", "A judge model read this source and confirmed that it says the answer"],
+};
+
 function judgedLabel(citation) {
-  // What checked the citation: the source's text, or a judge that looked at the image.
-  if (!citation || citation.judged_by !== "image") return null;
+  if (!citation || !Object.hasOwn(JUDGED, citation.judged_by)) return null;
+  const judged = JUDGED[citation.judged_by];
   const sure = typeof citation.support === "number" ? ` (${Math.round(citation.support * 100)}%)` : "";
-  const label = el("span", "judged", `seen in the image${sure}`);
-  label.title = "A vision-language model looked at the image and confirmed the answer";
+  const label = el("span", "judged", `${judged[0]}${sure}`);
+  label.title = judged[1];
   return label;
 }
 
