@@ -2,8 +2,8 @@
 
     python -m bench.extraction_heldout --out docs/bench/extraction-heldout.json
 
-The rules that pick a source's sentence as the answer (`extraction.extract`, reading questions
-through `questions.answers_the_question`) were tuned on the sample corpus. This measures them on
+The choice of a source's statement as the answer (`selection.choose`, its weights fitted by
+`bench.fit_selection` on development questions) never saw these questions. This measures them on
 `bench/data/verifier_heldout.jsonl`, whose questions and evidence were written outside it: for
 each question with a supported claim, its evidence ("Title. Text") is the one source, and
 
@@ -25,8 +25,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.report import machine, write_report  # noqa: E402
+from mmrag.generation.reading.question import read_question  # noqa: E402
 from mmrag.generation.reading.text import read, terms  # noqa: E402
-from mmrag.generation.verification.extraction import extract  # noqa: E402
+from mmrag.generation.verification.selection import choose  # noqa: E402
 from tests.helpers import Src  # noqa: E402
 
 HELD_OUT = REPO / "bench" / "data" / "verifier_heldout.jsonl"
@@ -61,12 +62,14 @@ def main() -> None:
     other -= set(supported)
     answers = []
     for (question, evidence), claim in sorted(supported.items()):
-        found = extract(question, [source(evidence)])
-        said = found[0] if found else None
+        found = choose(read_question(question), [source(evidence)])
+        said = found.said if found else None
         wanted = facts(question, claim)
         right = said is not None and wanted <= terms(said).words
         answers.append({"question": question, "answer": said, "right": right})
-    declined = [extract(question, [source(evidence)]) is None for question, evidence in other]
+    declined = [
+        choose(read_question(question), [source(evidence)]) is None for question, evidence in other
+    ]
     answered = [a for a in answers if a["answer"] is not None]
     right = [a for a in answers if a["right"]]
     results = {

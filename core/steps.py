@@ -21,6 +21,7 @@ from mmrag.generation.scene_text import (
 )
 from mmrag.generation.types import Answer, SourceLike
 from mmrag.generation.verification.attribution import UNANSWERED, Attributor
+from mmrag.runtime.deadline import current
 
 if TYPE_CHECKING:
     from mmrag.generation.grounding import CitationGrounder
@@ -56,12 +57,13 @@ class Verify:
         self.attributor = attributor
 
     def __call__(self, answer: Answer, context: StepContext) -> Answer:
+        deadline = current()  # the request's: a judge's wait for its answers stops with it
         return self.attributor.attribute(
             context.question,
             answer,
             abstain=context.abstain,
             runners_up=context.runners_up,
-            interrupt=context.deadline.why_stop,
+            interrupt=None if deadline is None else deadline.why_stop,
         )
 
 
