@@ -184,7 +184,11 @@ class Attributor:
         cuttable = {gap.reason for gap in gaps}
         refused = [reason for reason in found.contradictions if reason not in cuttable]
         parts = [] if refused else supported_parts(question, said, gaps)
-        for part in (p for p in parts if not _keeps_gap(p.text, gaps)):
+        # A judge that sees a cited photo may find there what no text says ("the door is red").
+        pictured = self.judge is not None and any(
+            sources[c.marker - 1].modality == "image" for c in answer.citations
+        )
+        for part in (p for p in parts if pictured or not _keeps_gap(p.text, gaps)):
             claim = part.text
             judged: dict[int, Judgement] = {}  # by marker: a judge is asked once per claim
             markers = [c.marker for c in answer.citations]

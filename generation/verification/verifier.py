@@ -222,7 +222,8 @@ def contradictions(question: Question, claim: str, evidence: Sequence[str]) -> l
     kind = question.attribute
     if kind:  # the colour it gives the thing asked about, not another part's
         claimed_kind = _claimed_of_subject(question, claim, kind)
-        if claimed_kind - asked.attributes - _given_to_subject(question, evidence, kind):
+        elsewhere = claimed_kind & read(text).terms.of_kind(kind)  # said, of some thing
+        if elsewhere - asked.attributes - _given_to_subject(question, evidence, kind):
             reasons.append(f"the sources give the {kind} of another thing")
     reasons += _bounded(claim, text)
     return reasons
@@ -325,9 +326,10 @@ def _facts_belong(said: Terms, asked: Terms, evidence: Sequence[str]) -> bool:
         for text in evidence
         for sentence, title in titled_sentences(text)
     ]
+    said_somewhere = frozenset().union(*sentences_terms)  # a fact said nowhere is a gap
     return all(
         any(fact in words and words & (about - {fact}) for words in sentences_terms)
-        for fact in said.key - asked.words
+        for fact in (said.key - asked.words) & said_somewhere
     )
 
 
