@@ -125,6 +125,7 @@ def read_question(text: str) -> Question:
     opening_end = wh.end if wh is not None else 0
     if request is not None:
         kind = "open"
+        opening_end = _request_end(reading, request)
     elif wh is None and words and (words[0].pos == "AUX" or words[0].tag == "MD"):
         kind = "choice" if choices else "yes_no"
         opening_end = words[0].end
@@ -323,7 +324,7 @@ def _relation(reading: Reading, after: int, kind: Kind, expects: frozenset[str])
         w
         for w in reading.words
         if w.start >= after
-        and w.pos == "VERB"
+        and (w.pos == "VERB" or _verb_by_place(reading, w))
         # "known for" asserts what a thing is known for; "known as" only names it
         and ((w.content and w.dep not in ("acl", "amod")) or w.lemma == "know")
     }
@@ -337,6 +338,22 @@ def _relation(reading: Reading, after: int, kind: Kind, expects: frozenset[str])
             if child.dep in ("attr", "nsubj") and child.pos == "NOUN" and child.content
         }
     return frozenset(STEM(word.lemma) for word in verbs | roles)
+
+
+def _request_end(reading: Reading, request: Word) -> int:
+    """Where a request's asking words end: "Can you tell me about", "Describe"."""
+    end = request.end
+    for word in reading.words[request.i + 1 :]:
+        if word.dep not in ("dative", "prep", "dobj") or word.pos not in ("PRON", "ADP"):
+            break
+        end = word.end
+    return end
+
+
+def _verb_by_place(reading: Reading, word: Word) -> bool:
+    """A root the small tagger took for another part of speech though an auxiliary governs
+    it: "When did the cafe close?" ("close" read as an adverb)."""
+    return word.dep == "ROOT" and any(c.dep == "aux" for c in reading.children(word.i))
 
 
 def _request(reading: Reading) -> Word | None:

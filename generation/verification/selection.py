@@ -145,11 +145,13 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     chooses = question.kind in ("yes_no", "choice")  # the verdict or the option is the fact
     open_request = question.kind == "open"
     kinds = with_synonyms(question.kinds)
+    # "What contests …?": a thing of the asked kind is the fact an untyped question expects.
+    names_kind = bool(kinds & with_synonyms(said.words)) or not question.kinds
     return [
         1.0,
-        float(bool(facts) or chooses or (untyped and new)),
+        float(bool(facts) or chooses or (untyped and new and names_kind)),
         float(bool(of_topic) or chooses or untyped),
-        float(bool(kinds & with_synonyms(said.words)) or not question.kinds),
+        float(names_kind),
         _share(subject, held),
         _share(asked.names, held | read(statement.context).terms.words),
         1.0 if verbless else _share(question.relation, states(reading)),
@@ -388,8 +390,11 @@ def gives_what_is_asked(question: Question, text: str) -> bool:
 
 
 def picks_one(question: Question, text: str) -> bool:
-    """Whether a text names one of a choice's options and not the others."""
-    said = read(text).terms.words
+    """Whether a text names one of a choice's options and not the others, the one it
+    compares with ("more arches than the Kell Bridge") not counted as named."""
+    reading = read(text)
+    than = next((w for w in reading.words if w.lemma == "than"), None)
+    said = reading.terms.words if than is None else read(text[: than.start]).terms.words
     return sum(option <= said for option in question.choices) == 1
 
 
