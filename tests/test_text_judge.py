@@ -37,6 +37,7 @@ from mmrag.generation.prompts import (
 )
 from mmrag.generation.types import Answer, Citation
 from mmrag.generation.verification.attribution import Attributor, Judgement
+from mmrag.generation.verification.verifier import Verdict
 from tests.helpers import Src, running_mmrag_server
 from tests.openai_recorder import image_urls, recording_server
 from tests.test_visual_verification import GREEN_DOOR, ask, mill
@@ -74,6 +75,13 @@ class FixedVerifier:
 
     def support(self, question: Any, claim: str, evidence: Sequence[str]) -> float:
         self.asked += 1
+        return self._score(evidence)
+
+    def verdict(self, question: Any, claim: str, evidence: Sequence[str]) -> Verdict:
+        """The whole answer's verdict (what may be cut): nothing unsaid, nothing contradicted."""
+        return Verdict(claim, self._score(evidence))
+
+    def _score(self, evidence: Sequence[str]) -> float:
         joined = " ".join(evidence)
         return next((v for text, v in self.by_text.items() if text in joined), self.default)
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import pytest
 
 from mmrag.core.conversation import MAX_RESOLVE_CHARS, RuleResolver
+from mmrag.generation.reading import text as reading
 from mmrag.generation.types import Turn
-from mmrag.generation.verification import grounding, reading
+from mmrag.generation.verification import grounding
 from mmrag.runtime.deadline import Deadline, Stopped, check, stage, working
 
 

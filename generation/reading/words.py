@@ -125,6 +125,11 @@ ENTITY_TYPES = {
     "LOC": "place", "FAC": "place", "DATE": "date", "TIME": "time", "MONEY": "money",
     "QUANTITY": "quantity", "PERCENT": "share", "CARDINAL": "count", "ORDINAL": "count",
 }  # fmt: skip
+# The entity label a place's kind noun implies: "Which river …?" is not answered by a town.
+KIND_LABELS = {
+    **dict.fromkeys(("town", "city", "village", "country", "county", "state", "province"), "GPE"),
+    **dict.fromkeys(("river", "lake", "island", "mountain", "sea", "bay", "valley"), "LOC"),
+}  # fmt: skip
 # Lemmas an answer uses to point at its sources or name the kind of fact it gives, which assert
 # nothing about the world: "the photo shows", "according to the source", "a building called
 # …", "its colour is", "made of".
@@ -163,6 +168,8 @@ SAME_RELATION = (
     ("cost", "price"),
     ("make", "carve", "craft"),
     ("lend", "loan", "lent"),
+    ("cross", "across", "span", "over"),
+    ("hold", "host", "include", "feature"),
 )
 # A fact bounded in time: said of the past, no longer so ("was the largest until 1962",
 # "formerly", "no longer", "was replaced by").

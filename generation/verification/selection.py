@@ -33,6 +33,7 @@ from mmrag.generation.reading.words import (
     ENTITY_TYPES,
     FORMER,
     FREQUENCY,
+    KIND_LABELS,
     NOW,
     REASONS,
     UNIT_DIMENSION,
@@ -134,7 +135,7 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     reading = statement.reading
     asked, said = question.terms, reading.terms
     about = read(statement.about).terms.words | read(statement.source.title).terms.words
-    held = with_synonyms(said.words | about)
+    held = with_synonyms(said.words | about) | states(reading)  # "across" for "cross"
     # A line with no verb (a label, a timetable row) cannot say the asked verb, nor another.
     verbless = not any(word.pos == "VERB" for word in reading.words)
     subject = _subject_words(question)
@@ -145,11 +146,13 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     chooses = question.kind in ("yes_no", "choice")  # the verdict or the option is the fact
     open_request = question.kind == "open"
     kinds = with_synonyms(question.kinds)
-    # "What contests …?": a thing of the asked kind is the fact an untyped question expects.
+    # "What contests …?": a thing of the asked kind is the fact an untyped question expects;
+    # an open request, a statement about its topic, not about a part of it or another thing.
     names_kind = bool(kinds & with_synonyms(said.words)) or not question.kinds
+    on_topic = not open_request or _topic_is_subject(question, reading, about)
     return [
         1.0,
-        float(bool(facts) or chooses or (untyped and new and names_kind)),
+        float(bool(facts) or chooses or (untyped and new and names_kind and on_topic)),
         float(bool(of_topic) or chooses or untyped),
         float(names_kind),
         _share(subject, held),
@@ -159,7 +162,7 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
         _share(asked.words - _asking(question), held),
         float(new),
         float(untyped),
-        float(not open_request or _topic_is_subject(question, reading, about)),
+        float(on_topic),
         float(not open_request or _defines(reading)),
         float(not (open_request and question.appearance) or statement.source.modality == "image"),
         float(not runner_up),
@@ -184,12 +187,14 @@ def states(reading: Reading) -> frozenset[str]:
 def _by_the_asked_verb(question: Question, reading: Reading, at: int) -> bool:
     """Whether the verb a fact hangs on is the one asked ("closed in 1983" for "When did the
     cafe close?"), or there is none to say otherwise (a label's line, no verb asked)."""
-    verb = next(
-        (reading.words[i] for i in reading.ancestors(at) if reading.words[i].pos == "VERB"), None
-    )
-    if verb is None or not question.relation:
+    path = []  # the words from the fact up to its verb: "carries … across the River Dun"
+    for i in reading.ancestors(at):
+        path.append(reading.words[i])
+        if reading.words[i].pos == "VERB":
+            break
+    if not question.relation or not any(w.pos == "VERB" for w in path):
         return True
-    return bool(with_synonyms(frozenset({STEM(verb.lemma)})) & question.relation)
+    return bool(with_synonyms(frozenset(STEM(w.lemma) for w in path)) & question.relation)
 
 
 def _share(wanted: frozenset[str], held: frozenset[str]) -> float:
@@ -220,7 +225,8 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
         kind = ENTITY_TYPES.get(label)
         words = reading.words[start:end]
         since = start > 0 and reading.words[start - 1].lemma == "since"
-        if kind and _new(words, asked) and _fits(kind, words, question, since):
+        of_kind = _of_kind(question, reading, start, end, label)
+        if kind and _new(words, asked) and _fits(kind, words, question, since) and of_kind:
             found.append(start)
     for word in reading.words:
         if any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()):
@@ -234,6 +240,14 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
             found.append(word.i)
     found += [at for at in _named_facts(question, reading, expects) if at not in found]
     return sorted(found)
+
+
+def _of_kind(question: Question, reading: Reading, start: int, end: int, label: str) -> bool:
+    """Whether a named thing is of the kind of place asked ("Which river …?"): its label is the
+    kind's, or it or the word before it names the kind ("the River Dun", "Lake Ista")."""
+    labels = {label for noun, label in KIND_LABELS.items() if STEM(noun) in question.kinds}
+    named = {STEM(w.lemma) for w in reading.words[max(start - 1, 0) : end]}
+    return not labels or label in labels or bool(named & question.kinds)
 
 
 def _new(words: Sequence[Word], asked: frozenset[str]) -> bool:
@@ -323,7 +337,9 @@ def _named_facts(question: Question, reading: Reading, expects: set[str]) -> lis
             if w.text.lower() != "the"
         ]
         doer = before[-1:] == ["by"] or any(w.dep in SUBJECTS for w in words)
+        label = next((lab for s, e, lab in reading.entities if s <= start < e), "")
         placed = before[-1:] and before[-1] in AT_A_PLACE
+        placed = placed and _of_kind(question, reading, start, end, label)
         person = bool(expects & {"person", "organisation"}) and doer
         if "name" in expects or person or ("place" in expects and placed):
             found.append(words[0].i)
