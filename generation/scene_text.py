@@ -32,7 +32,7 @@ from mmrag.generation.engines.base import Engine
 from mmrag.generation.errors import GenerationError
 from mmrag.generation.prompts import scene_text_messages
 from mmrag.generation.rationale import short_answer
-from mmrag.generation.reading.question import Question
+from mmrag.generation.reading.question import Question, as_question
 from mmrag.generation.reading.text import STEM, STOPWORDS, read
 from mmrag.generation.types import Answer, Citation, SourceLike
 from mmrag.generation.verification.selection import gives_what_is_asked
@@ -111,9 +111,10 @@ class SceneTextAnswerer:
         self.embed = embed
 
     def answer(
-        self, question: Question, lines: Sequence[str], *, image: bytes | None = None
+        self, question: Question | str, lines: Sequence[str], *, image: bytes | None = None
     ) -> SceneTextAnswer:
         """The short answer; `image` reaches the model only if the engine takes images."""
+        question = as_question(question)
         started = time.perf_counter()
         seen = image if self.engine.info.accepts_images else None
         messages = scene_text_messages(question.text, " ".join(lines), image=seen)

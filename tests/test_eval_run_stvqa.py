@@ -88,11 +88,12 @@ def test_candidates_are_lines_and_their_word_runs_in_reading_order():
 def test_a_number_question_prefers_a_span_that_is_a_number():
     """The lines PP-OCR reads off a real bus photo: the digit inside a garbled word is no
     answer to "what number" when the bus's route number stands alone."""
+    from mmrag.generation.reading.question import read_question
     from mmrag.generation.scene_text import answering, candidates
 
     spans = candidates(["M1SOL/SEUILLA", "10", "cero", "emisiones"])
-    assert answering("What number is shown on this bus?", spans) == ["10"]
-    assert answering("What does the bus say?", spans)[0] == "M1SOL/SEUILLA"
+    assert answering(read_question("What number is shown on this bus?"), spans) == ["10"]
+    assert answering(read_question("What does the bus say?"), spans)[0] == "M1SOL/SEUILLA"
 
 
 def test_the_choosers_answer_with_a_span_the_free_writer_need_not(smollm2, minilm):

@@ -139,7 +139,7 @@ def test_a_sign_question_the_model_declines_is_answered_from_the_signs_text(
         "/v1/answer", data={"question": question}, files={"image": ("sign.jpg", photo)}
     ).json()
     assert says in body["answer"] and not body["abstained"], body["answer"]
-    assert [c["marker"] for c in body["citations"]] == [1]
+    assert [c["marker"] for c in body["citations"]] == [1], body
     assert body["citations"][0]["source_id"] == body["sources"][0]["source_id"]
 
 
