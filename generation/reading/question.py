@@ -325,6 +325,7 @@ def _relation(reading: Reading, after: int, kind: Kind, expects: frozenset[str])
         for w in reading.words
         if w.start >= after
         and (w.pos == "VERB" or _verb_by_place(reading, w))
+        and not any(reading.words[i].dep in ("acl", "relcl") for i in reading.ancestors(w.i))
         # "known for" asserts what a thing is known for; "known as" only names it
         and ((w.content and w.dep not in ("acl", "amod")) or w.lemma == "know")
     }

@@ -36,6 +36,7 @@ from mmrag.generation.reading.words import (
     KIND_LABELS,
     NOW,
     REASONS,
+    TYPE_NOUNS,
     UNIT_DIMENSION,
 )
 from mmrag.generation.types import SourceLike
@@ -226,6 +227,8 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
         words = reading.words[start:end]
         since = start > 0 and reading.words[start - 1].lemma == "since"
         of_kind = _of_kind(question, reading, start, end, label)
+        if kind in ("person", "organisation") and start > 0:  # "at Marrow Point" is a place
+            of_kind = of_kind and reading.words[start - 1].text.lower() not in AT_A_PLACE
         if kind and _new(words, asked) and _fits(kind, words, question, since) and of_kind:
             found.append(start)
     for word in reading.words:
@@ -329,7 +332,8 @@ def _named_facts(question: Question, reading: Reading, expects: set[str]) -> lis
     found = []
     for start, end in reading.name_spans():
         words = [w for w in reading.words[start:end] if w.proper]
-        if not words or not _new(words, asked):
+        timely = any(TYPE_NOUNS.get(w.lemma.lower()) in ("date", "time") for w in words)
+        if not words or not _new(words, asked) or timely:  # "AT ALL TIMES" names no place
             continue
         before = [
             w.text.lower()
@@ -351,6 +355,7 @@ def _named_facts(question: Question, reading: Reading, expects: set[str]) -> lis
             and w.pos == "NOUN"
             and reading.words[w.head].text.lower() in AT_A_PLACE
             and STEM(w.lemma) not in asked
+            and TYPE_NOUNS.get(w.lemma) not in ("date", "time")  # "at all times"
         ]
     return found
 
