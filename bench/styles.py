@@ -16,8 +16,8 @@ with the answering code:
 
 - right: an answerable question answered (not declined), citing a source that holds its facts,
   and stating every fact (words by their Snowball stem, numbers normalised: "06:50" is "6:50",
-  "twelve" is "12", "1,900" is "1900"); a yes/no answer that opens with "yes" or "no" opens with the
-  expected one;
+  "twelve" is "12", "1,900" is "1900"), with no invented word; a yes/no answer that opens
+  with "yes" or "no" opens with the expected one;
 - declined: an unanswerable question answered with the decline;
 - invented: a cited answer with a content word no cited source holds (`bench.grounding`'s rule);
 - sentence: the answer is one sentence with a finite verb.
@@ -54,10 +54,14 @@ QUESTIONS = DATA / "questions.json"
 HALVES = ("dev", "heldout")
 STYLES = ("news", "label", "blog", "manual", "recipe", "timetable", "interview", "list", "caption")
 KINDS = ("factoid", "quantity", "yes/no", "choice", "open")
-MISSES = ("declined", "wrong source", "wrong verdict", "fact missing", "unanswerable answered")
+MISSES = (
+    *("declined", "wrong source", "wrong verdict", "fact missing", "invented word"),
+    "unanswerable answered",
+)
 MISS_FIELDS = (
     *("half", "id", "style", "question", "miss", "facts", "missing_facts", "answer"),
-    *("attribution", "cited_ids", "sources", "right_source_given", "right_source_rank", "error"),
+    *("attribution", "cited_ids", "invented", "sources", "right_source_given", "right_source_rank"),
+    "error",
 )
 
 UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
@@ -218,6 +222,7 @@ def judged(item: dict, result) -> dict:
     wrong_verdict = item.get("verdict") is not None and said not in (None, item["verdict"])
     right_source = bool(set(row["cited_ids"]) & wanted)
     answered = row["cited"] and not row["declined"]
+    flawed = missing or wrong_verdict or row["invented"]
     row |= {
         "style": item["style"],
         "kind": item["kind"],
@@ -228,7 +233,7 @@ def judged(item: dict, result) -> dict:
         "missing_facts": missing,
         "verdict": said,
         "error": answer.generation_error,
-        "right": all((item["answerable"], answered, right_source, not missing, not wrong_verdict)),
+        "right": bool(item["answerable"] and answered and right_source and not flawed),
         "right_source_given": bool(set(given) & wanted),
         "right_source_rank": next((n for n, id in enumerate(retrieved, 1) if id in wanted), None),
     }
@@ -237,7 +242,8 @@ def judged(item: dict, result) -> dict:
             "declined": not answered,
             "wrong source": not right_source,
             "wrong verdict": wrong_verdict,
-            "fact missing": True,
+            "fact missing": bool(missing),
+            "invented word": True,
         }
         row["miss"] = next(reason for reason, applies in reasons.items() if applies)
     elif not row["answerable"] and not row["declined"]:
