@@ -201,7 +201,7 @@ def test_text_claims_keep_their_text_verdict_and_the_sentence_that_supports_them
     assert judge_requests(server) == []  # the snippet is text: no judge is asked
     [citation] = response["citations"]
     assert citation["source_id"] == "s-mill" and citation["judged_by"] == "text"
-    assert citation["support"] > 0.9  # a probability: the verifier's weights are fitted
+    assert citation["support"] > 0.9  # a probability (generation/verification/weights.json)
     text = next(s["text"] for s in response["sources"] if s["source_id"] == "s-mill")
     assert text.startswith(snippet)
     start, end = citation["span"]["start"], citation["span"]["end"]
