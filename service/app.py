@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,6 +32,13 @@ from mmrag.service.routes import answer, chat, ground, health, rationale, search
 STATIC = Path(__file__).parent / "static"
 
 
+def stop_answers(app: FastAPI) -> None:
+    """Cancel every answer in flight: a stopped server closes its streams at once, each with
+    the answer's end, rather than having them cut at the graceful shutdown's timeout."""
+    for deadline in list(app.state.deadlines):
+        deadline.cancel()
+
+
 def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = None) -> FastAPI:
     """`pipeline` may be built beforehand (the CLI does, to fail fast); else at start-up."""
     settings = settings or Settings()
@@ -52,6 +60,7 @@ def create_app(settings: Settings | None = None, pipeline: QAPipeline | None = N
     app.state.started = int(time.time())  # when the served model (GET /v1/models) came up
     app.state.metrics = Metrics()
     app.state.rationale_writers = {}  # by MC choice method, built on first use
+    app.state.deadlines = weakref.WeakSet()  # of the answers in flight (`stop_answers`)
     app.state.answer_queue = AdmissionQueue(
         "answering", settings.answer_concurrency, settings.answer_queue
     )

@@ -107,6 +107,7 @@ TYPE_NOUNS = {
     **dict.fromkeys(("price", "cost", "fee", "fare", "charge"), "money"),
     **dict.fromkeys(("colour", "color"), "colour"),
     "shape": "shape", "material": "material", "name": "name", "percentage": "share",
+    "number": "count",
     "temperature": "temperature", "weight": "weight", "height": "length", "length": "length",
     "depth": "length", "width": "length", "distance": "length", "duration": "duration",
     **dict.fromkeys(("person", "man", "woman", "architect", "artist", "author", "founder",

@@ -217,7 +217,6 @@ def _subject_words(question: Question) -> frozenset[str]:
 def facts_given(question: Question, reading: Reading) -> list[int]:
     """Where the statement gives a fact of a type the question expects and does not hold:
     the word at which each such fact stands."""
-    asked = question.terms.words
     found: list[int] = []
     expects = set(question.expects)
     if question.kind == "count":
@@ -229,13 +228,13 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
         of_kind = _of_kind(question, reading, start, end, label)
         if kind in ("person", "organisation") and start > 0:  # "at Marrow Point" is a place
             of_kind = of_kind and reading.words[start - 1].text.lower() not in AT_A_PLACE
-        if kind and _new(words, asked) and _fits(kind, words, question, since) and of_kind:
+        if kind and _new(words, question) and _fits(kind, words, question, since) and of_kind:
             found.append(start)
     for word in reading.words:
         if any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()):
             found.append(word.i)  # "every", "because": function words that give the fact
             continue
-        if word.i in found or not _new([word], asked):
+        if word.i in found or not _new([word], question):
             continue
         number = word.number is not None and _number_fits(word, reading, question, expects)
         attribute = bool(word.attribute) and ATTRIBUTE_KIND[word.attribute] in expects
@@ -253,9 +252,15 @@ def _of_kind(question: Question, reading: Reading, start: int, end: int, label: 
     return not labels or label in labels or bool(named & question.kinds)
 
 
-def _new(words: Sequence[Word], asked: frozenset[str]) -> bool:
+def _new(words: Sequence[Word], question: Question) -> bool:
+    """Whether the words say something the question does not, a name run together on a sign
+    ("LITTLEWREN" for the Little Wren) being the question's own."""
     said = {w.number or w.attribute or STEM(w.lemma) for w in words if w.content or w.number}
-    return bool(said - asked)
+    if not said - question.terms.words:
+        return False
+    squeezed = "".join(ch for ch in question.text.lower() if ch.isalnum())
+    run_together = "".join(w.text.lower() for w in words if w.text.isalnum())
+    return not (len(run_together) >= 4 and run_together in squeezed)
 
 
 def _fits(kind: str, words: Sequence[Word], question: Question, since: bool = False) -> bool:
@@ -333,7 +338,7 @@ def _named_facts(question: Question, reading: Reading, expects: set[str]) -> lis
     for start, end in reading.name_spans():
         words = [w for w in reading.words[start:end] if w.proper]
         timely = any(TYPE_NOUNS.get(w.lemma.lower()) in ("date", "time") for w in words)
-        if not words or not _new(words, asked) or timely:  # "AT ALL TIMES" names no place
+        if not words or not _new(words, question) or timely:  # "AT ALL TIMES" names no place
             continue
         before = [
             w.text.lower()

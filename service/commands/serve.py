@@ -23,7 +23,7 @@ def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from mmrag.core.components import build_pipeline
-    from mmrag.service.app import create_app
+    from mmrag.service.app import create_app, stop_answers
     from mmrag.service.protocol import ClientLimits, protocol_for
 
     settings = settings_from(args)
@@ -35,14 +35,22 @@ def run_serve(args: argparse.Namespace) -> int:
     # Build once up front: bad settings fail here as one line, before uvicorn starts.
     pipeline = build_pipeline(settings)
     if settings.workers == 1:
-        uvicorn.run(
-            create_app(settings, pipeline),
+        app = create_app(settings, pipeline)
+        config = uvicorn.Config(
+            app,
             host=settings.host,
             port=settings.port,
             log_level="info",
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
             http=protocol_for(ClientLimits.of(settings)),
         )
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: object) -> None:
+                stop_answers(app)  # the streams in flight end now, with their answer's end
+                super().handle_exit(sig, frame)
+
+        Server(config).run()
         return 0
     # Python holds the GIL for the request handling around the models, so one process uses
     # about one core; workers rebuild the pipeline from these settings in their own process.

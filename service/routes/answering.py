@@ -88,7 +88,9 @@ class Admission:
 async def admit(request: Request) -> Admission:
     """A slot, or the 429 at once when the queue is full; the deadline starts now."""
     ticket = await request.app.state.answer_queue.acquire()
-    return Admission(ticket, Deadline(settings_of(request).request_timeout_s))
+    deadline = Deadline(settings_of(request).request_timeout_s)
+    request.app.state.deadlines.add(deadline)  # cancelled when the server is stopped
+    return Admission(ticket, deadline)
 
 
 def attacher(request: Request) -> ImageAttacher:
