@@ -141,7 +141,8 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     verbless = not any(word.pos == "VERB" for word in reading.words)
     subject = _subject_words(question)
     facts = facts_given(question, reading)
-    of_topic = [at for at in facts if _said_of(reading, at, subject | asked.names, about)]
+    head = _topic_head(question)
+    of_topic = [at for at in facts if _said_of(reading, at, subject | asked.names, about, head)]
     untyped = not question.typed
     new = bool(said.words - asked.words)
     chooses = question.kind in ("yes_no", "choice")  # the verdict or the option is the fact
@@ -365,11 +366,18 @@ def _named_facts(question: Question, reading: Reading, expects: set[str]) -> lis
     return found
 
 
-def _said_of(reading: Reading, at: int, subject: frozenset[str], about: frozenset[str]) -> bool:
+def _said_of(
+    reading: Reading,
+    at: int,
+    subject: frozenset[str],
+    about: frozenset[str],
+    head: frozenset[str] = frozenset(),
+) -> bool:
     """Whether the fact at `at` is said of the question's thing: the subject of its clause is
-    that thing, a word standing for it (a pronoun, what the statement is `about`), or there
-    is none (a label's line, a caption); not another thing named beside it ("the south pier
-    is 120 metres long" for the north pier)."""
+    that thing, a word standing for it (a pronoun, what the statement is `about` where that
+    names the thing), or there is none (a label's line, a caption) and the line names the
+    thing's `head` noun; not another thing named beside it ("the south pier is 120 metres
+    long" for the north pier, a caption of an inn's upper floor for the inn's cat)."""
     if not subject:
         return True
     for above in [at, *reading.ancestors(at)]:
@@ -378,8 +386,14 @@ def _said_of(reading: Reading, at: int, subject: frozenset[str], about: frozense
             continue
         named = {STEM(w.lemma) for s in subjects for w in reading.subtree(s.i) if w.content}
         pronoun = any(s.pos == "PRON" for s in subjects)
-        return pronoun or bool(named & subject) or not (named - about)
-    return True
+        titled = not (named - about) and bool(about & subject)
+        return pronoun or bool(named & subject) or titled
+    return not head or bool(head & ({STEM(w.lemma) for w in reading.words} | about))
+
+
+def _topic_head(question: Question) -> frozenset[str]:
+    """The stem of the noun the question's topic is about: "cat" in "the cat at the Crown Inn"."""
+    return frozenset(STEM(w.lemma) for w in read(question.topic).words if w.dep == "ROOT")
 
 
 def _topic_is_subject(question: Question, reading: Reading, about: frozenset[str]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 
 from mmrag.core.options import add_pipeline_options, setting_flag, settings_from
@@ -50,7 +51,8 @@ def run_serve(args: argparse.Namespace) -> int:
                 stop_answers(app)  # the streams in flight end now, with their answer's end
                 super().handle_exit(sig, frame)
 
-        Server(config).run()
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a server is stopped
+            Server(config).run()
         return 0
     # Python holds the GIL for the request handling around the models, so one process uses
     # about one core; workers rebuild the pipeline from these settings in their own process.
