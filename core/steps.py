@@ -69,7 +69,8 @@ class Verify:
 
 class HoldToThePhoto:
     """A question that points at the attached photo ("What does this bus say?") is answered
-    from the photo or from a source about what it points at, or not at all."""
+    from the photo or from a source about what it points at, or not at all; an answer the
+    photo supports cites the photo."""
 
     timing, stage, needed = "verify_s", "verify", True
 
@@ -78,9 +79,13 @@ class HoldToThePhoto:
 
     def __call__(self, answer: Answer, context: StepContext) -> Answer:
         image = context.image
-        if image is None or cites_what_is_pointed_at(context.question, answer, image.id):
+        if image is None:
             return answer
-        return self.attributor.unanswered(answer, abstain=context.abstain)
+        if not cites_what_is_pointed_at(context.question, answer, image.id):
+            return self.attributor.unanswered(answer, abstain=context.abstain)
+        if answer.sources and answer.sources[0].id == image.id:  # the photo is source [1]
+            return self.attributor.cite_instead(context.question, answer, 1)
+        return answer
 
 
 class ReadOffThePhoto:

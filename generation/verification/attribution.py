@@ -286,6 +286,19 @@ class Attributor:
             cut=list(cut),
         )
 
+    def cite_instead(self, question: Question | str, answer: Answer, marker: int) -> Answer:
+        """The answer cited to source [marker] alone where that supports its claim alone (the
+        user's own photo, rather than another place's sign that says the same); else as it
+        was."""
+        if not answer.citations or [c.marker for c in answer.citations] == [marker]:
+            return answer
+        claim = answer.text_without_markers
+        judged = self.judgement(question, claim, answer.sources[marker - 1])
+        if not judged.supported:
+            return answer
+        citation = _judged(answer.sources, marker, judged)
+        return self._cited(answer, claim, [citation], answer.attribution, answer.cut)
+
     def citation_scores(
         self, question: Question | str, claim: str, cited: Sequence[SourceLike]
     ) -> CitationScores:
