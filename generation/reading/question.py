@@ -300,6 +300,10 @@ def _topic(reading: Reading, wh: Word | None, kind: Kind) -> str:
         if not asked & set(range(phrase.start, phrase.end))
         and reading.words[phrase.head].pos != "PRON"
         and reading.words[phrase.head].lemma not in ATTRIBUTE_NOUNS
+        # not a phrase describing another noun: "the sign saying double parking is prohibited"
+        and not any(
+            reading.words[i].dep in ("acl", "relcl") for i in reading.ancestors(phrase.head)
+        )
     ]
     if not phrases:
         return reading.text

@@ -135,7 +135,11 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     """The statement's `FEATURES` for the question."""
     reading = statement.reading
     asked, said = question.terms, reading.terms
+    # What the statement is about: its thing, its source's title and a photo's own text (the
+    # sign a caption places on Mill Lane reads "DOUBLE PARKING PROHIBITED").
+    seen = getattr(statement.source, "ocr_text", None) or ""
     about = read(statement.about).terms.words | read(statement.source.title).terms.words
+    about |= read(seen).terms.words
     held = with_synonyms(said.words | about) | states(reading)  # "across" for "cross"
     # A line with no verb (a label, a timetable row) cannot say the asked verb, nor another.
     verbless = not any(word.pos == "VERB" for word in reading.words)
