@@ -125,10 +125,7 @@ def candidates(
     pool = [*given, *runners_up(chosen)]
     rows = []
     for statement in statements(pool):
-        if question.kind == "yes_no":
-            if selection.verdict(question, statement.text, statement.context) is None:
-                continue
-        elif question.kind == "choice" and not selection.picks_one(question, statement.text):
+        if not selection.eligible(question, statement):
             continue
         values = selection.features(question, statement, runner_up=statement.number > len(given))
         rows.append((statement, values, right(asked, question, statement)))

@@ -115,14 +115,12 @@ def choose(
     scorer = model()
     best: tuple[float, int, Choice] | None = None
     for order, statement in enumerate(statements(sources)):
+        if not eligible(question, statement):
+            continue
         said = statement.said
         if question.kind == "yes_no":
             answer = verdict(question, statement.text, statement.context)
-            if answer is None:
-                continue
             said = f"{answer.capitalize()}, {lower_article(said)}"
-        elif question.kind == "choice" and not picks_one(question, statement.text):
-            continue
         score = scorer.probability(
             features(question, statement, runner_up=statement.number > given)
         )
@@ -131,15 +129,21 @@ def choose(
     return None if best is None else best[2]
 
 
+def eligible(question: Question, statement: Statement) -> bool:
+    """Whether a statement can answer at all: a yes/no question's gives a verdict, a choice's
+    names one option."""
+    if question.kind == "yes_no":
+        return verdict(question, statement.text, statement.context) is not None
+    if question.kind == "choice":
+        return picks_one(question, statement.text)
+    return True
+
+
 def features(question: Question, statement: Statement, *, runner_up: bool = False) -> list[float]:
     """The statement's `FEATURES` for the question."""
     reading = statement.reading
     asked, said = question.terms, reading.terms
-    # What the statement is about: its thing, its source's title and a photo's own text (the
-    # sign a caption places on Mill Lane reads "DOUBLE PARKING PROHIBITED").
-    seen = getattr(statement.source, "ocr_text", None) or ""
-    about = read(statement.about).terms.words | read(statement.source.title).terms.words
-    about |= read(seen).terms.words
+    about = _about(statement)
     held = with_synonyms(said.words | about) | states(reading)  # "across" for "cross"
     # A line with no verb (a label, a timetable row) cannot say the asked verb, nor another.
     verbless = not any(word.pos == "VERB" for word in reading.words)
@@ -152,13 +156,12 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     chooses = question.kind in ("yes_no", "choice")  # the verdict or the option is the fact
     open_request = question.kind == "open"
     kinds = with_synonyms(question.kinds)
-    # "What contests …?": a thing of the asked kind is the fact an untyped question expects;
-    # an open request, a statement about its topic, not about a part of it or another thing.
+    # "What contests …?": a thing of the asked kind is the fact an untyped question expects.
     names_kind = bool(kinds & with_synonyms(said.words)) or not question.kinds
     on_topic = not open_request or _topic_is_subject(question, reading, about)
     return [
         1.0,
-        float(bool(facts) or chooses or (untyped and new and names_kind and on_topic)),
+        float(bool(facts) or chooses or (untyped and new and names_kind)),
         float(bool(of_topic) or chooses or untyped),
         float(names_kind),
         _share(subject, held),
@@ -175,6 +178,14 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
         float(statement.position == 0),
         float(statement.said == statement.text),
     ]
+
+
+def _about(statement: Statement) -> frozenset[str]:
+    """What a statement is about: its thing, its source's title and a photo's own text (the
+    sign a caption places on Mill Lane reads "DOUBLE PARKING PROHIBITED")."""
+    seen = getattr(statement.source, "ocr_text", None) or ""
+    titled = read(statement.about).terms.words | read(statement.source.title).terms.words
+    return titled | read(seen).terms.words
 
 
 def states(reading: Reading) -> frozenset[str]:
@@ -404,10 +415,13 @@ def _topic_is_subject(question: Question, reading: Reading, about: frozenset[str
     """ "The Harbor Inn is an inn in Dunmore …" is about the Harbor Inn; "Visitors can climb
     194 steps to the top of the Aldric Tower" is about visitors; a line with no subject (a
     fact sheet's "Known for: oysters") is about what its source names (`about`)."""
-    if not reading.subjects() and question.topic_terms.words <= about:
-        return True
     wanted = read(question.topic)
     heads = {STEM(word.lemma) for word in wanted.words if word.dep == "ROOT"}
+    if not reading.subjects():  # a caption is about its head noun: an inn's floor is no inn
+        root = next((w for w in reading.words if w.dep == "ROOT"), None)
+        if root is not None and root.pos in ("NOUN", "PROPN"):
+            return STEM(root.lemma) in question.topic_terms.words
+        return question.topic_terms.words <= about
     for subject in reading.subjects():
         named = {STEM(word.lemma) for word in reading.subtree(subject.i)}
         if STEM(subject.lemma) in heads and question.topic_terms.words <= named:
