@@ -388,13 +388,16 @@ def _said_of(
     about: frozenset[str],
     head: frozenset[str] = frozenset(),
 ) -> bool:
-    """Whether the fact at `at` is said of the question's thing: the subject of its clause is
-    that thing, a word standing for it (a pronoun, what the statement is `about` where that
-    names the thing), or there is none (a label's line, a caption) and the line names the
-    thing's `head` noun; not another thing named beside it ("the south pier is 120 metres
-    long" for the north pier, a caption of an inn's upper floor for the inn's cat)."""
+    """Whether the fact at `at` is said of the question's thing: the statement names the
+    thing's `head` noun somewhere (an inn's builder is no name of the inn's cat), and the
+    subject of its clause is that thing, a word standing for it (a pronoun, what the statement
+    is `about` where that names the thing), or there is none (a label's line, a caption); not
+    another thing named beside it ("the south pier is 120 metres long" for the north pier)."""
     if not subject:
         return True
+    said = with_synonyms(frozenset(STEM(w.lemma) for w in reading.words) | about)
+    if head and not head & said:  # the inn's builder is not its cat's name
+        return False
     for above in [at, *reading.ancestors(at)]:
         subjects = [c for c in reading.children(above) if c.dep in SUBJECTS]
         if not subjects:
@@ -403,7 +406,7 @@ def _said_of(
         pronoun = any(s.pos == "PRON" for s in subjects)
         titled = not (named - about) and bool(about & subject)
         return pronoun or bool(named & subject) or titled
-    return not head or bool(head & ({STEM(w.lemma) for w in reading.words} | about))
+    return True
 
 
 def _topic_head(question: Question) -> frozenset[str]:
