@@ -46,10 +46,12 @@ class Statement:
     where: str  # "text", "ocr" or "title"
     position: int  # its place among its source's statements
     said: str  # as a full sentence, to show
+    named: str = ""  # as found, its opening pronoun replaced by what it stands for
 
     @property
     def reading(self) -> Reading:
-        return read(self.text)
+        """The statement as a person reads it: "He carved the pulpit" with its "he" named."""
+        return read(self.named or self.text)
 
     @property
     def context(self) -> str:
@@ -82,9 +84,10 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
             about = f"{title}. {source.text}"
         if pronoun in THING_PRONOUNS and pronoun in PERSON_PRONOUNS and person:
             about = title  # "they": the thing, unless only a person was named
-        said = full_sentence(_named(text, about, pronoun), source, where, title)
+        named = _named(text, about, pronoun)
+        said = full_sentence(named, source, where, title)
         if said is not None:
-            yield Statement(number, source, text, about or title, where, position, said)
+            yield Statement(number, source, text, about or title, where, position, said, named)
         people = [
             read(text).span_text(start, end)
             for start, end, label in _entity_spans(read(text))
