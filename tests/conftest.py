@@ -129,6 +129,15 @@ def minilm():
     return text_encoder("sentence-transformers/all-MiniLM-L6-v2")
 
 
+@pytest.fixture(scope="module")
+def attributor(minilm):
+    """The default attributor: the lexical verifier with MiniLM for paraphrases."""
+    from mmrag.generation.verification.attribution import Attributor
+    from mmrag.generation.verification.verifier import LexicalVerifier
+
+    return Attributor(LexicalVerifier(minilm.encode_texts))
+
+
 @pytest.fixture(scope="session")
 def hybrid_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample corpus as `make serve` builds it: BM25 + MiniLM over captions, snippets and

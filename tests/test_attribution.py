@@ -18,7 +18,6 @@ from mmrag.generation.reading.question import read_question
 from mmrag.generation.reading.text import terms
 from mmrag.generation.verification.attribution import (
     DECLINE,
-    Attributor,
     invented_terms,
     supported_parts,
 )
@@ -42,11 +41,6 @@ KELL = Src("s-kell", "text", "Kell Bridge", "The Kell Bridge has 3 arches.")
 NIGHT = Src(
     "s-night", "text", "Lantern Night", "The Greywick Lantern Night was first held in 1981."
 )
-
-
-@pytest.fixture(scope="module")
-def attributor(minilm) -> Attributor:
-    return Attributor(LexicalVerifier(minilm.encode_texts))
 
 
 def test_an_invented_winner_cited_to_an_unrelated_snippet_is_declined(attributor):

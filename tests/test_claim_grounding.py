@@ -18,11 +18,9 @@ from mmrag.generation.reading.question import read_question
 from mmrag.generation.reading.text import read, read_all
 from mmrag.generation.scene_text import asks_about
 from mmrag.generation.types import Answer
-from mmrag.generation.verification.attribution import Attributor
 from mmrag.generation.verification.grounding import Grounder
 from mmrag.generation.verification.selection import choose
 from mmrag.generation.verification.statements import evidence_text, full_sentence
-from mmrag.generation.verification.verifier import LexicalVerifier
 from tests.helpers import Src, answered
 
 # The sample corpus's own sources (data/sample/WebQA_sample.json).
@@ -92,11 +90,6 @@ KESTREL_PHOTO = Src(
     "Kestrel Point Lighthouse",
     "The Kestrel Point Lighthouse at Kestrel Bay, a white lighthouse painted with three red bands.",
 )
-
-
-@pytest.fixture(scope="module")
-def attributor(minilm) -> Attributor:
-    return Attributor(LexicalVerifier(minilm.encode_texts))
 
 
 def cited_texts(answer: Answer) -> list[str]:

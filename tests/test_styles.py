@@ -12,8 +12,7 @@ from __future__ import annotations
 import pytest
 
 from mmrag.generation.reading.question import read_question
-from mmrag.generation.verification.attribution import DECLINE, Attributor
-from mmrag.generation.verification.verifier import LexicalVerifier
+from mmrag.generation.verification.attribution import DECLINE
 from tests.helpers import Src, answered
 
 EXCHANGE = Src(
@@ -64,11 +63,6 @@ PIERS = Src(
     "Sennen piers",
     "The north pier is 300 metres long, twice the length of the old harbour wall.",
 )
-
-
-@pytest.fixture(scope="module")
-def attributor(minilm) -> Attributor:
-    return Attributor(LexicalVerifier(minilm.encode_texts))
 
 
 @pytest.mark.parametrize(
