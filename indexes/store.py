@@ -28,6 +28,9 @@ def id_hash(source_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(source_id.encode(), digest_size=8).digest(), "little")
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)  # built once: `json.dumps` builds one a call
+
+
 class SourceStoreWriter:
     """Appends sources in row order; `close()` writes the arrays that make rows addressable."""
 
@@ -40,7 +43,7 @@ class SourceStoreWriter:
         self._hashes: list[int] = []
 
     def add(self, source: Source) -> int:
-        line = json.dumps(source.to_dict(), ensure_ascii=False).encode() + b"\n"
+        line = _ENCODER.encode(source.to_dict()).encode() + b"\n"
         self._records.write(line)
         self._offsets.append(self._offsets[-1] + len(line))
         self._modalities.append(MODALITY_CODES[source.modality])

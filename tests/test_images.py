@@ -109,10 +109,24 @@ def test_directory_store_refuses_paths_outside_its_root(tmp_path):
     (tmp_path / "root").mkdir()
     (tmp_path / "root" / "a.jpg").write_bytes(b"x")
     (tmp_path / "secret.txt").write_text("s")
+    (tmp_path / "root" / "pics").mkdir()
+    (tmp_path / "root" / "pics" / "b.jpg").write_bytes(b"y")
+    (tmp_path / "root" / "pics" / "inside.jpg").symlink_to(tmp_path / "root" / "a.jpg")
+    (tmp_path / "root" / "pics" / "out.jpg").symlink_to(tmp_path / "secret.txt")
+    (tmp_path / "root" / "away").symlink_to(tmp_path, target_is_directory=True)
     store = DirectoryImageStore(tmp_path / "root")
     assert store.read_bytes("a.jpg") == b"x"
-    with pytest.raises(ImageNotFound):
-        store.read_bytes("../secret.txt")
+    assert store.read_bytes("pics/b.jpg") == b"y"
+    assert store.read_bytes("pics/inside.jpg") == b"x"  # a link that stays inside is followed
+    # Each way out: a parent reference, an absolute path, a linked file, a linked folder,
+    # asked twice (a folder is resolved once and remembered).
+    for ref in ["../secret.txt", str(tmp_path / "secret.txt"), "pics/out.jpg", "away/secret.txt"]:
+        for _ in range(2):
+            with pytest.raises(ImageNotFound):
+                store.read_bytes(ref)
+    for missing in ["pics/none.jpg", "pics", "pics/..", "."]:
+        with pytest.raises(ImageNotFound):
+            store.read_bytes(missing)
 
 
 GOOD, BAD_BASE64_HEAD, NOT_AN_IMAGE, WRONG_KEY, BAD_BASE64_DEEP, JUNK_AFTER_SIGNATURE = range(
