@@ -167,12 +167,17 @@ def judge(verifier: TextVerifier, items: list[tuple[str, str, list[str]]]) -> li
     return out
 
 
-def score_dev(verifier: TextVerifier, threshold: float, path: Path) -> dict:
+def score_dev(verifier: TextVerifier, threshold: float, path: Path, held_out_only: bool) -> dict:
     rows = _dev_rows(path)
     fit, held_out = split(rows)
+    parts = (
+        {"held_out": held_out}
+        if held_out_only
+        else {"held_out": held_out, "fit": fit, "full": rows}
+    )
+    rows = held_out if held_out_only else rows
     judged = judge(verifier, [(r["question"], r["claim"], r["references"]) for r in rows])
     by_id = dict(zip((r["id"] for r in rows), judged, strict=True))
-    parts = {"held_out": held_out, "fit": fit, "full": rows}
     return {
         "path": str(path),
         "split": {
@@ -238,6 +243,11 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, help=f"support cut (default: {SUPPORTED})")
     parser.add_argument("--device", help="cpu, cuda (for a model verifier)")
     parser.add_argument("--dev", type=Path, default=DEV, help="AttributionBench dev.jsonl")
+    parser.add_argument(
+        "--held-out-only",
+        action="store_true",
+        help="judge only the dev split's held-out part (what a fitted verifier is reported on)",
+    )
     parser.add_argument("--out", type=Path, help="default: docs/bench/attribution-dev-NAME.json")
     args = parser.parse_args()
 
@@ -259,7 +269,9 @@ def main() -> None:
         "first_call_s": round(time.perf_counter() - started, 2),
     }
     if args.dev.is_file():
-        results["attributionbench_dev"] = score_dev(verifier, threshold, args.dev)
+        results["attributionbench_dev"] = score_dev(
+            verifier, threshold, args.dev, args.held_out_only
+        )
     else:
         print(f"skipping AttributionBench: {args.dev} is not there", file=sys.stderr)
         results["attributionbench_dev"] = {"skipped": f"{args.dev} is not there"}
