@@ -45,6 +45,7 @@ from mmrag.indexes.atomic import atomic_write_text  # noqa: E402
 INVENTED_FIT = REPO / "bench" / "data" / "invented_fit.jsonl"
 WEIGHTS = REPO / "generation" / "verification" / "weights.json"
 CACHE = REPO / "var" / "fit-verifier-features.json"
+SETTLED = 0.9  # the precision from which a text score is `certain`
 
 
 def labelled() -> dict[str, list[tuple[str, str, list[str], bool]]]:
@@ -92,6 +93,16 @@ def claim_probability(described: dict, weights: np.ndarray) -> float:
         z = float(np.dot(weights, clause["features"]))
         scores.append(1 / (1 + np.exp(-z)))
     return min(scores)
+
+
+def settled_from(scored: list[list[tuple[float, bool]]], precision: float = SETTLED) -> float:
+    """The lowest score from which the claims of every set are supported at least `precision`
+    of the time: where the text settles a claim, so no judge need look at its image."""
+    for cut in np.arange(0.5, 0.96, 0.05):
+        shares = [[label for p, label in rows if p >= cut] for rows in scored]
+        if all(kept and np.mean(kept) >= precision for kept in shares):
+            return round(float(cut), 2)
+    return 0.95
 
 
 def macro_f1(truth: list[bool], said: list[bool]) -> float:
@@ -185,11 +196,15 @@ def main() -> None:
     # verifier's is (`verifier.SUPPORTED`).
     shifted = weights.copy()
     shifted[0] -= np.log(threshold / (1 - threshold))
+    certain = settled_from(
+        [[(claim_probability(d, shifted), label) for d, label in rows] for rows in data.values()]
+    )
     found = {
         "features": list(verifiers.FEATURES),
         "weights": [round(float(v), 4) for v in shifted],
         "threshold": 0.5,
         "threshold_chosen": threshold,
+        "certain": certain,
         "fitted_on": "AttributionBench dev fit part + invented_fit.jsonl: python -m "
         "bench.fit_verifier",
     }

@@ -166,11 +166,13 @@ def test_wrong_numbers_and_names_are_unsupported_however_similar_the_sentences(m
     evidence = [MILL.text]
     question = "How many arches does the Mill Bridge have?"
     # Scores are fitted probabilities: the right claim is settled by its text (`certain`), a
-    # wrong number or name is far below the point from which a source supports a claim.
+    # wrong number is far below the point from which a source supports a claim; a name no
+    # source gives is below it (people's labels forgive names more than numbers: the fit's
+    # weights, docs/BENCHMARKS.md).
     right = verifier.support(question, "The Mill Bridge has 4 arches.", evidence)
     assert right >= verifier.certain
     assert verifier.support(question, "The Mill Bridge has 5 arches.", evidence) < SUPPORTED / 2
-    assert verifier.support(question, "The Kell Bridge has 4 arches.", evidence) < SUPPORTED / 2
+    assert verifier.support(question, "The Kell Bridge has 4 arches.", evidence) < SUPPORTED
     # A yes/no answer adds nothing to the question: evidence covering the question supports it.
     yes = verifier.support("Does the Mill Bridge have 4 arches?", "Yes, it has.", evidence)
     assert yes >= verifier.certain

@@ -95,7 +95,6 @@ class LexicalVerifier:
     claim and measures its similarity to the evidence."""
 
     name = "lexical"
-    certain = 0.9  # from here the text settles it; below, a judge that sees an image may
 
     def __init__(self, embed: Embed | None = None) -> None:
         self.grounder = Grounder(embed)
@@ -103,6 +102,9 @@ class LexicalVerifier:
         found = fitted("verifier")
         assert tuple(found["features"]) == FEATURES, "weights.json was fitted on other features"
         self.model = Model(tuple(found["weights"]), found["threshold"], log_scaled=False)
+        # From here the text settles it (the fit's score is right that often on its claims);
+        # below, a judge that sees an image may decide.
+        self.certain: float = found["certain"]
 
     def support(self, question: Question | str, claim: str, evidence: Sequence[str]) -> float:
         judged = self.verdict(question, claim, evidence)
