@@ -72,7 +72,7 @@ def described(verifier, question: str, claim: str, evidence: list[str]) -> dict:
         judged = verifier._judged(asked, part, narrowed)
         rows.append(
             {
-                "features": verifier.features(read(part), narrowed, judged.ungrounded),
+                "features": verifier.features(asked, read(part), narrowed, judged.ungrounded),
                 "contradicted": bool(judged.contradictions),
                 "reasons": list(judged.contradictions),
             }

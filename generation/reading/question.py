@@ -87,6 +87,11 @@ class Question:
     def topic_terms(self) -> Terms:
         return read(self.topic).terms
 
+    @functools.cached_property
+    def squeezed(self) -> str:
+        """Its letters and digits run together, lower-cased: a sign's "LITTLEWREN" is in it."""
+        return "".join(ch for ch in self.text.lower() if ch.isalnum())
+
     @property
     def attribute(self) -> str | None:
         """The kind of attribute asked for ("colour", "shape", "material"), if any."""
@@ -268,6 +273,10 @@ def _choices(reading: Reading) -> tuple[frozenset[str], ...]:
             phrases = [[w for w in reading.subtree(head.i) if w.i not in inner]]
             phrases += [reading.subtree(other.i) for other in others]
             offered = [frozenset(STEM(w.lemma) for w in p if _offered(w)) for p in phrases]
+            if all(len(option) == 1 for option in offered[1:]) and _offered(head):
+                # One-word options: what precedes the first is the thing they are said of
+                # ("the plough's beam ash or oak" offers ash and oak).
+                offered[0] = frozenset({STEM(head.lemma)})
             if all(offered) and len(set(offered)) == len(offered):
                 return tuple(offered)
     spans = reading.name_spans()

@@ -179,6 +179,9 @@ FORMER = frozenset(
     | {"discontinue", "abolish", "demolish", "retire"}
 )
 NOW = frozenset({"still", "now", "currently", "today", "anymore", "present", "nowadays"})
+# Words that only say when a yes/no question asks of ("Was it ever used?", "Is it open
+# yet?"): no answer need say them.
+WHEN_ASKED = NOW | {"ever", "yet"}
 # A fact said with doubt: kept as said, never stated as certain.
 HEDGES = frozenset(
     {"believe", "think", "reportedly", "allegedly", "possibly", "probably", "perhaps", "may"}

@@ -101,11 +101,18 @@ class Attributor:
         self.judge = judge
         self.text_judge = text_judge
 
-    def text_support(
+    def text_holds(
         self, question: Question | str, claim: str, sources: Sequence[SourceLike]
-    ) -> float:
+    ) -> tuple[bool, float]:
+        """Whether the sources' text holds the claim as it would be shown, and its score. The
+        score is a probability fitted on people's judgements, which forgive a word or a
+        relation no source says; what a user is shown may not have one (a cut that left "is a
+        that guarantees" scores 0.6), so the text holds a claim only when its verdict grounds
+        every word and relation too."""
         question = as_question(question)
-        return self.verifier.support(question, claim, [evidence_text(s) for s in sources])
+        found = self.verifier.verdict(question, claim, [evidence_text(s) for s in sources])
+        score = 0.0 if found.contradictions else found.score
+        return not found.ungrounded and score >= self.threshold, score
 
     def judgement(
         self,
@@ -134,8 +141,8 @@ class Attributor:
         question = as_question(question)
         judged, asks = [], []
         for at, source in enumerate(sources):
-            text = self.text_support(question, claim, [source])
-            judged.append(Judgement(text >= self.threshold, "text", text))
+            holds, text = self.text_holds(question, claim, [source])
+            judged.append(Judgement(holds, "text", text))
             unsettled = text < self.verifier.certain
             if source.modality == "image" and self.judge is not None and unsettled:
                 asks.append((at, self.judge, Shows(question.text, claim, source), "image"))
@@ -155,7 +162,7 @@ class Attributor:
         question = as_question(question)
         if len(sources) == 1:
             return self.judgement(question, claim, sources[0]).supported
-        return self.text_support(question, claim, sources) >= self.threshold
+        return self.text_holds(question, claim, sources)[0]
 
     def attribute(
         self,
@@ -242,8 +249,8 @@ class Attributor:
         self, question: Question, claim: str, sources: Sequence[SourceLike], markers: Sequence[int]
     ) -> list[Citation] | None:
         """Citations of sources that support the claim only read together, as text."""
-        score = self.text_support(question, claim, [sources[n - 1] for n in markers])
-        if score < self.threshold:
+        holds, score = self.text_holds(question, claim, [sources[n - 1] for n in markers])
+        if not holds:
             return None
         return [_judged(sources, n, Judgement(True, "text", score)) for n in markers]
 

@@ -34,10 +34,10 @@ from mmrag.generation.reading.words import (
     FORMER,
     FREQUENCY,
     KIND_LABELS,
-    NOW,
     REASONS,
     TYPE_NOUNS,
     UNIT_DIMENSION,
+    WHEN_ASKED,
 )
 from mmrag.generation.types import SourceLike
 from mmrag.generation.verification.attributes import bound_attributes, head_noun
@@ -221,7 +221,7 @@ def _share(wanted: frozenset[str], held: frozenset[str]) -> float:
 def _asking(question: Question) -> frozenset[str]:
     """The question's words that only ask ("kind", "time", "tall"): no answer need say them."""
     asking = {STEM(w.lemma) for w in question.reading.words if w.end <= question.opening_end}
-    return frozenset(asking) | question.kinds | {STEM(word) for word in NOW}
+    return frozenset(asking) | question.kinds | {STEM(word) for word in WHEN_ASKED}
 
 
 def _subject_words(question: Question) -> frozenset[str]:
@@ -274,9 +274,8 @@ def _new(words: Sequence[Word], question: Question) -> bool:
     said = {w.number or w.attribute or STEM(w.lemma) for w in words if w.content or w.number}
     if not said - question.terms.words:
         return False
-    squeezed = "".join(ch for ch in question.text.lower() if ch.isalnum())
     run_together = "".join(w.text.lower() for w in words if w.text.isalnum())
-    return not (len(run_together) >= 4 and run_together in squeezed)
+    return not (len(run_together) >= 4 and run_together in question.squeezed)
 
 
 def _fits(kind: str, words: Sequence[Word], question: Question, since: bool = False) -> bool:
@@ -395,10 +394,14 @@ def _said_of(
     another thing named beside it ("the south pier is 120 metres long" for the north pier)."""
     if not subject:
         return True
+    chain = [at, *reading.ancestors(at)]
     said = with_synonyms(frozenset(STEM(w.lemma) for w in reading.words) | about)
-    if head and not head & said:  # the inn's builder is not its cat's name
+    # The inn's builder is not its cat's name; but a line with no subject (a timetable row, a
+    # recipe step, a label) is about what its source is about, whatever word it uses for it.
+    subjectless = not any(c.dep in SUBJECTS for above in chain for c in reading.children(above))
+    if head and not head & said and not (subjectless and about & subject):
         return False
-    for above in [at, *reading.ancestors(at)]:
+    for above in chain:
         subjects = [c for c in reading.children(above) if c.dep in SUBJECTS]
         if not subjects:
             continue
@@ -547,7 +550,12 @@ def _denied_or_said(question: Question, reading: Reading) -> Verdict | None:
     predicate = {
         STEM(w.lemma)
         for w in asked.words
-        if w.content and w.pos in ("VERB", "ADJ") and w.i > 0 and w.lemma not in NOW
+        if w.content
+        and w.i > 0
+        and w.lemma not in WHEN_ASKED
+        # what is said of the thing: a verb or adjective, or the noun it is said to be ("Is
+        # it still the only crossing?")
+        and (w.pos in ("VERB", "ADJ") or w.dep == "attr")
     }
     denied = any(w.dep == "neg" or (w.dep, w.text.lower()) == ("det", "no") for w in reading.words)
     if not predicate and any(word.dep == "expl" for word in asked.words):

@@ -134,11 +134,17 @@ class LexicalVerifier:
         context = "" if yes else question.text
         gaps = self.grounder.gaps(claim, evidence, context, question.relation)
         reasons = contradictions(question, claim, evidence)
-        values = self.features(said, evidence, gaps)
+        values = self.features(question, said, evidence, gaps)
         return Verdict(claim, self.model.probability(values), tuple(reasons), tuple(gaps))
 
-    def features(self, said: Reading, evidence: Sequence[str], gaps: Sequence[Gap]) -> list[float]:
+    def features(
+        self, question: Question, said: Reading, evidence: Sequence[str], gaps: Sequence[Gap]
+    ) -> list[float]:
         """The claim's `FEATURES` against its evidence, given what grounding found unsaid."""
+        if question.kind == "yes_no" and polarity(said) == "yes":
+            # What a "yes" asserts is the question itself ("Yes, it has."): its words and the
+            # evidence's are what the similarity and the shares compare.
+            said = read(f"{question.text} {said.text}")
         content = [word for word in said.words if word.content]
         count = max(1, len(content))
         counts = [min(3, sum(gap.kind == kind for gap in gaps)) for kind in GAP_KINDS]
