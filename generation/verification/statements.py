@@ -184,12 +184,12 @@ def read_in_image(text: str) -> str:
 
 def lower_article(sentence: str) -> str:
     """To follow "Yes, " or "The photo shows": "The sign ..." -> "the sign ...", "Six ducks"
-    -> "six ducks"; names keep their capitals."""
+    -> "six ducks", "Never used" -> "never used"; names (and "I") keep their capitals."""
     words = read(sentence).words
     if not words:
         return sentence
     first = words[0]
     lower = first.text.lower()
     plain = lower in STOPWORDS or first.number is not None or attribute(lower)
-    plain = plain or (first.pos in ("NOUN", "ADJ", "DET", "NUM") and not first.proper)
+    plain = (plain or (first.pos != "PROPN" and not first.proper)) and first.text != "I"
     return f"{lower}{sentence[first.end :]}" if plain else sentence
