@@ -206,3 +206,61 @@ def test_a_hedged_fact_is_not_stated_as_certain(attributor):
         question, answered("The Packhorse Bridge was built by monks [1].", [source])
     )
     assert "believed" in checked.text or checked.abstained, checked.text
+
+
+TRAP = Src(
+    "trap", "text", "Gamekeeper's trap (museum label)", "Never used, according to the donor."
+)
+FERRY = Src(
+    "ferry",
+    "text",
+    "Wenlow chain ferry",
+    "The chain ferry was the only crossing of the Wenlow until 1958, when the road bridge opened.",
+)
+GATE = Src("gate", "text", "Wicket gate (museum label)", "Brass latch, oak frame.")
+HARBOUR = Src("harbour", "image", "Penmorra harbour", "Penmorra Harbour Lighthouse at dusk")
+
+
+@pytest.mark.parametrize(
+    ("question", "raw", "source", "opens", "says"),
+    [
+        (  # "ever" only says when the question asks of; the label denies the use
+            "Was the gamekeeper's trap ever used?",
+            "Yes, the gamekeeper's trap was used [1].",
+            TRAP,
+            "No,",
+            "Never used, according to the donor",
+        ),
+        (  # what the ferry is said to be ("the only crossing"), bounded in time, asked of now
+            "Is the chain ferry still the only crossing of the Wenlow?",
+            "Yes, the chain ferry is the only crossing [1].",
+            FERRY,
+            "No,",
+            "until 1958",
+        ),
+    ],
+    ids=["ever-denied-by-a-verbless-label", "still-the-noun-it-was"],
+)
+def test_a_verdict_from_a_label_or_a_former_noun(attributor, question, raw, source, opens, says):
+    checked = attributor.attribute(question, answered(raw, [source]))
+    assert checked.text.startswith(opens), checked.text
+    assert says in checked.text and [c.source_id for c in checked.citations] == [source.id]
+
+
+def test_a_choice_of_one_word_options_after_their_thing(attributor):
+    """ "the gate's latch brass or iron" offers brass and iron, not "gate latch brass"."""
+    question = read_question("Is the gate's latch brass or iron?")
+    assert question.kind == "choice" and set(question.choices) == {
+        frozenset({"brass"}),
+        frozenset({"iron"}),
+    }
+    checked = attributor.attribute(question, answered("The latch is iron [1].", [GATE]))
+    assert "Brass latch" in checked.text and checked.citations[0].source_id == "gate", checked.text
+
+
+def test_a_line_without_a_verb_must_still_name_the_asked_role(attributor):
+    """A caption of the place's lighthouse (which the tagger takes for a person) names no
+    mayor: no answer to "Who is the mayor …?"."""
+    question = "Who is the mayor of Penmorra?"
+    checked = attributor.attribute(question, answered("The mayor is Jo Penrose [1].", [HARBOUR]))
+    assert checked.abstained and checked.text == DECLINE, checked.text

@@ -166,7 +166,7 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
         float(names_kind),
         _share(subject, held),
         _share(asked.names, held | read(statement.context).terms.words),
-        1.0 if verbless else _share(question.relation, states(reading)),
+        _share(_roles(question) if verbless else question.relation, states(reading)),
         float(not facts or any(_by_the_asked_verb(question, reading, at) for at in facts)),
         _share(asked.words - _asking(question), held),
         float(new),
@@ -212,6 +212,13 @@ def _by_the_asked_verb(question: Question, reading: Reading, at: int) -> bool:
     if not question.relation or not any(w.pos == "VERB" for w in path):
         return True
     return bool(with_synonyms(frozenset(STEM(w.lemma) for w in path)) & question.relation)
+
+
+def _roles(question: Question) -> frozenset[str]:
+    """The asked relations a line with no verb can still say: the role a "who is" question
+    names ("Mayor: …" for "Who is the mayor …?"), not a verb it has no place for."""
+    nouns = {STEM(w.lemma) for w in question.reading.words if w.pos in ("NOUN", "PROPN")}
+    return question.relation & frozenset(nouns)
 
 
 def _share(wanted: frozenset[str], held: frozenset[str]) -> float:
