@@ -150,7 +150,9 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     subject = _subject_words(question)
     facts = facts_given(question, reading)
     head = _topic_head(question)
-    of_topic = [at for at in facts if _said_of(reading, at, subject | asked.names, about, head)]
+    line = statement.source.modality == "text"  # a caption is about what its photo shows
+    wanted = subject | asked.names
+    of_topic = [at for at in facts if _said_of(reading, at, wanted, about, head, line)]
     untyped = not question.typed
     new = bool(said.words - asked.words)
     chooses = question.kind in ("yes_no", "choice")  # the verdict or the option is the fact
@@ -393,20 +395,22 @@ def _said_of(
     subject: frozenset[str],
     about: frozenset[str],
     head: frozenset[str] = frozenset(),
+    line: bool = False,
 ) -> bool:
     """Whether the fact at `at` is said of the question's thing: the statement names the
-    thing's `head` noun somewhere (an inn's builder is no name of the inn's cat), and the
-    subject of its clause is that thing, a word standing for it (a pronoun, what the statement
-    is `about` where that names the thing), or there is none (a label's line, a caption); not
-    another thing named beside it ("the south pier is 120 metres long" for the north pier)."""
+    thing's `head` noun somewhere (an inn's builder is no name of the inn's cat), or is a
+    `line` of a text with no subject (a timetable row, a recipe step) under a title that
+    names the thing; and the subject of its clause is that thing, a word standing for it (a
+    pronoun, what the statement is `about` where that names the thing), or there is none (a
+    label's line, a caption); not another thing named beside it ("the south pier is 120
+    metres long" for the north pier). A caption is about what its photo shows: the upper
+    floor of the Crown Inn says nothing of the inn's cat."""
     if not subject:
         return True
     chain = [at, *reading.ancestors(at)]
     said = with_synonyms(frozenset(STEM(w.lemma) for w in reading.words) | about)
-    # The inn's builder is not its cat's name; but a line with no subject (a timetable row, a
-    # recipe step, a label) is about what its source is about, whatever word it uses for it.
     subjectless = not any(c.dep in SUBJECTS for above in chain for c in reading.children(above))
-    if head and not head & said and not (subjectless and about & subject):
+    if head and not head & said and not (line and subjectless and about & subject):
         return False
     for above in chain:
         subjects = [c for c in reading.children(above) if c.dep in SUBJECTS]
