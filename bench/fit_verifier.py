@@ -97,7 +97,8 @@ def claim_probability(described: dict, weights: np.ndarray) -> float:
 
 def settled_from(scored: list[list[tuple[float, bool]]], precision: float = SETTLED) -> float:
     """The lowest score from which the claims of every set are supported at least `precision`
-    of the time: where the text settles a claim, so no judge need look at its image."""
+    of the time (else the grid's top, 0.95): where the text settles a claim, so no judge need
+    look at its image."""
     for cut in np.arange(0.5, 0.96, 0.05):
         shares = [[label for p, label in rows if p >= cut] for rows in scored]
         if all(kept and np.mean(kept) >= precision for kept in shares):

@@ -88,6 +88,11 @@ class Question:
         return read(self.topic).terms
 
     @functools.cached_property
+    def topic_head(self) -> frozenset[str]:
+        """The stem of the noun its topic is about: "cat" in "the cat at the Crown Inn"."""
+        return frozenset(STEM(w.lemma) for w in read(self.topic).words if w.dep == "ROOT")
+
+    @functools.cached_property
     def squeezed(self) -> str:
         """Its letters and digits run together, lower-cased: a sign's "LITTLEWREN" is in it."""
         return "".join(ch for ch in self.text.lower() if ch.isalnum())

@@ -111,8 +111,7 @@ class Attributor:
         every word and relation too."""
         question = as_question(question)
         found = self.verifier.verdict(question, claim, [evidence_text(s) for s in sources])
-        score = 0.0 if found.contradictions else found.score
-        return not found.ungrounded and score >= self.threshold, score
+        return not found.ungrounded and found.support >= self.threshold, found.support
 
     def judgement(
         self,

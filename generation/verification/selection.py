@@ -149,7 +149,7 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     verbless = not any(word.pos == "VERB" for word in reading.words)
     subject = _subject_words(question)
     facts = facts_given(question, reading)
-    head = _topic_head(question)
+    head = question.topic_head
     line = statement.source.modality == "text"  # a caption is about what its photo shows
     wanted = subject | asked.names
     of_topic = [at for at in facts if _said_of(reading, at, wanted, about, head, line)]
@@ -423,17 +423,10 @@ def _said_of(
     return True
 
 
-def _topic_head(question: Question) -> frozenset[str]:
-    """The stem of the noun the question's topic is about: "cat" in "the cat at the Crown Inn"."""
-    return frozenset(STEM(w.lemma) for w in read(question.topic).words if w.dep == "ROOT")
-
-
 def _topic_is_subject(question: Question, reading: Reading, about: frozenset[str]) -> bool:
     """ "The Harbor Inn is an inn in Dunmore …" is about the Harbor Inn; "Visitors can climb
     194 steps to the top of the Aldric Tower" is about visitors; a line with no subject (a
     fact sheet's "Known for: oysters") is about what its source names (`about`)."""
-    wanted = read(question.topic)
-    heads = {STEM(word.lemma) for word in wanted.words if word.dep == "ROOT"}
     if not reading.subjects():  # a caption is about its head noun: an inn's floor is no inn
         root = next((w for w in reading.words if w.dep == "ROOT"), None)
         if root is not None and root.pos in ("NOUN", "PROPN"):
@@ -441,7 +434,7 @@ def _topic_is_subject(question: Question, reading: Reading, about: frozenset[str
         return question.topic_terms.words <= about
     for subject in reading.subjects():
         named = {STEM(word.lemma) for word in reading.subtree(subject.i)}
-        if STEM(subject.lemma) in heads and question.topic_terms.words <= named:
+        if STEM(subject.lemma) in question.topic_head and question.topic_terms.words <= named:
             return True
     return False
 

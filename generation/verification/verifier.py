@@ -70,8 +70,13 @@ class Verdict:
     clauses: tuple[Verdict, ...] = ()  # a claim of several clauses, each judged
 
     @property
+    def support(self) -> float:
+        """Its score, 0 where the evidence contradicts the claim."""
+        return 0.0 if self.contradictions else self.score
+
+    @property
     def supported(self) -> bool:
-        return self.score >= SUPPORTED and not self.contradictions
+        return self.support >= SUPPORTED
 
 
 class Verifier(Protocol):
@@ -107,8 +112,7 @@ class LexicalVerifier:
         self.certain: float = found["certain"]
 
     def support(self, question: Question | str, claim: str, evidence: Sequence[str]) -> float:
-        judged = self.verdict(question, claim, evidence)
-        return 0.0 if judged.contradictions else judged.score
+        return self.verdict(question, claim, evidence).support
 
     def verdict(self, question: Question | str, claim: str, evidence: Sequence[str]) -> Verdict:
         question = as_question(question)
