@@ -57,6 +57,26 @@ GRANARY = Src(
     "Pellham granary",
     "The granary was the largest building in Pellham until 1962, when the new hall replaced it.",
 )
+FOOTBRIDGE = Src(
+    "footbridge",
+    "text",
+    "Wend lifting bridge opens",
+    "HARWICK, 2 March - The Wend footbridge opened to walkers on Friday. At 64 metres, the "
+    "bridge is longer than the old ferry slipway, though much narrower.",
+)
+BELLS = Src(
+    "bells",
+    "text",
+    "Fifty years on the bell ropes",
+    "'I rang my first peal at St Melor's when I was twelve,' said Ruth Penhale, 64. 'A full "
+    "peal takes me just over three hours,' she said.",
+)
+LIBRARY = Src(
+    "library",
+    "text",
+    "Harwick library: opening hours",
+    "Weekdays 09:00-17:00. Closed on Sundays.",
+)
 PIERS = Src(
     "piers",
     "text",
@@ -117,6 +137,20 @@ PIERS = Src(
             "every 3 months",
             "kettle",
         ),
+        (  # an interview's "me" is the person quoted
+            "How long does it take Ruth Penhale to ring a full peal?",
+            "It takes her two hours [1].",
+            [BELLS],
+            "three hours",
+            "bells",
+        ),
+        (  # "the bridge" is the footbridge its page is about, not another thing
+            "How long is the Wend footbridge?",
+            "The Wend footbridge is 20 metres long [1].",
+            [FOOTBRIDGE],
+            "64 metres",
+            "footbridge",
+        ),
     ],
     ids=[
         "pronoun-led",
@@ -126,6 +160,8 @@ PIERS = Src(
         "caption-count",
         "recipe",
         "manual",
+        "quoted-speaker",
+        "compound-by-its-last-part",
     ],
 )
 def test_a_statement_of_any_shape_answers(attributor, question, raw, sources, says, cites):
@@ -157,6 +193,22 @@ def test_a_yes_no_verdict_is_read_from_its_sentence(attributor):
     assert checked.citations and checked.citations[0].source_id == "granary"
 
 
+@pytest.mark.parametrize(
+    ("question", "raw", "opens"),
+    [
+        ("Is the Harwick library open on Sundays?", "Yes, it is open on Sundays [1].", "No"),
+        ("Is the Harwick library closed on Sundays?", "No, it is open on Sundays [1].", "Yes"),
+    ],
+    ids=["open-when-closed", "closed-when-closed"],
+)
+def test_a_verdict_from_a_line_that_says_the_opposite_state(attributor, question, raw, opens):
+    """ "Closed on Sundays" answers whether the library is open on Sundays: no."""
+    checked = attributor.attribute(question, answered(raw, [LIBRARY]))
+    assert checked.text.startswith(opens), checked.text
+    assert "Closed on Sundays" in checked.text, checked.text
+    assert [c.source_id for c in checked.citations] == ["library"], checked.text
+
+
 def test_another_things_measure_is_no_answer(attributor):
     """The snippet gives the north pier's length and compares the wall with it: the wall is
     never said to be 300 metres long. Declining, or quoting what the snippet says of the pier
@@ -167,6 +219,37 @@ def test_another_things_measure_is_no_answer(attributor):
     )
     assert "wall is 300" not in checked.text, checked.text
     assert checked.abstained or "north pier is 300 metres" in checked.text, checked.text
+
+
+LANE = Src(
+    "lane",
+    "text",
+    "Tanner's Lane, Harwick",
+    "Tanner's Lane is barely 2.5 metres wide between its walls and climbs from the quay.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "raw", "source", "says"),
+    [
+        ("How wide is Tanner's Lane?", "Tanner's Lane is 3 metres wide [1].", LANE, "2.5 metres"),
+        ("How long is Tanner's Lane?", "Tanner's Lane is 300 metres long [1].", LANE, None),
+        ("How long is the Wend footbridge?", "It is 20 metres long [1].", FOOTBRIDGE, "64"),
+        ("How high is the Wend footbridge?", "It is 20 metres high [1].", FOOTBRIDGE, None),
+    ],
+    ids=["width-for-wide", "width-not-for-long", "longer-for-long", "longer-not-for-high"],
+)
+def test_a_measure_answers_only_the_dimension_it_is_said_in(
+    attributor, question, raw, source, says
+):
+    """A number in metres is a length of some kind: "2.5 metres wide" says how wide the lane
+    is and nothing of how long; "at 64 metres, the bridge is longer …" nothing of its height."""
+    checked = attributor.attribute(question, answered(raw, [source]))
+    if says is None:
+        assert checked.abstained and checked.text == DECLINE, checked.text
+    else:
+        assert says in checked.text and not checked.abstained, checked.text
+        assert [c.source_id for c in checked.citations] == [source.id], checked.text
 
 
 def test_an_on_topic_sentence_without_the_asked_fact_is_declined(attributor):

@@ -21,6 +21,7 @@ from mmrag.generation.reading.text import STEM, SUBJECTS, Reading, Terms, Word, 
 from mmrag.generation.reading.words import (
     ATTRIBUTE_KIND,
     ATTRIBUTE_NOUNS,
+    DIMENSIONS,
     HOW_MEASURES,
     MONEY_WORDS,
     NOW,
@@ -91,6 +92,13 @@ class Question:
     def topic_head(self) -> frozenset[str]:
         """The stem of the noun its topic is about: "cat" in "the cat at the Crown Inn"."""
         return frozenset(STEM(w.lemma) for w in read(self.topic).words if w.dep == "ROOT")
+
+    @functools.cached_property
+    def dimension(self) -> str | None:
+        """The dimension its asking words name ("height" for "How tall …?"), where they do: a
+        measure said to be another ("96 metres long") does not answer it."""
+        asking = (w for w in self.reading.words if w.end <= self.opening_end)
+        return next((DIMENSIONS[w.lemma] for w in asking if w.lemma in DIMENSIONS), None)
 
     @functools.cached_property
     def squeezed(self) -> str:

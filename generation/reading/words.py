@@ -145,6 +145,8 @@ FRAMING = frozenset(
 THING_PRONOUNS = {"it": "", "its": "’s", "they": "", "their": "’s"}
 PERSON_PRONOUNS = {"he": "", "his": "’s", "she": "", "her": "’s", "they": "", "their": "’s"}
 PRONOUNS = frozenset(THING_PRONOUNS) | frozenset(PERSON_PRONOUNS) | {"them", "him"}
+# A speaker's words for themself: in quoted speech they stand for whoever is quoted.
+FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"})
 # Prepositions after which a name is where something stands ("on Mill Lane").
 AT_A_PLACE = frozenset({"in", "on", "at", "near", "beside", "along", "across", "over", "off"})
 # The verbs questions ask about, said in other words by sources ("Who founded the bakery?",
@@ -171,6 +173,13 @@ SAME_RELATION = (
     ("lend", "loan", "lent"),
     ("cross", "across", "span", "over"),
     ("hold", "host", "include", "feature"),
+    ("hurt", "injure", "injury", "harm"),
+)
+# States a source can answer a yes/no question with the opposite of ("Is it open on Mondays?":
+# "closed Mondays"), each with its opposites, as lemmas: the verdict is then the other one.
+OPPOSITE_STATES = (
+    (("open",), ("close", "closed", "shut")),
+    (("allow", "permit", "allowed", "permitted"), ("ban", "forbid", "prohibit", "banned")),
 )
 # A fact bounded in time: said of the past, no longer so ("was the largest until 1962",
 # "formerly", "no longer", "was replaced by").

@@ -30,10 +30,13 @@ from mmrag.generation.reading.words import (
     AT_A_PLACE,
     ATTRIBUTE_KIND,
     CURRENCY,
+    DIMENSIONS,
     ENTITY_TYPES,
+    FIRST_PERSON,
     FORMER,
     FREQUENCY,
     KIND_LABELS,
+    OPPOSITE_STATES,
     REASONS,
     TYPE_NOUNS,
     UNIT_DIMENSION,
@@ -144,7 +147,8 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     reading = statement.reading
     asked, said = question.terms, reading.terms
     about = _about(statement)
-    held = with_synonyms(said.words | about) | states(reading)  # "across" for "cross"
+    # "across" for "cross"; "the bridge" for the footbridge asked about
+    held = _naming(with_synonyms(said.words | about) | states(reading), question.topic_head)
     # A line with no verb (a label, a timetable row) cannot say the asked verb, nor another.
     verbless = not any(word.pos == "VERB" for word in reading.words)
     subject = _subject_words(question)
@@ -253,6 +257,8 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
         of_kind = _of_kind(question, reading, start, end, label)
         if kind in ("person", "organisation") and start > 0:  # "at Marrow Point" is a place
             of_kind = of_kind and reading.words[start - 1].text.lower() not in AT_A_PLACE
+        if kind == "quantity" and _other_dimension(question, reading, words[0].sentence):
+            continue
         if kind and _new(words, question) and _fits(kind, words, question, since) and of_kind:
             found.append(start)
     for word in reading.words:
@@ -304,6 +310,17 @@ def _fits(kind: str, words: Sequence[Word], question: Question, since: bool = Fa
     return kind in question.expects
 
 
+def _other_dimension(question: Question, reading: Reading, sentence: int) -> bool:
+    """Whether a measure in this sentence is said to be of another dimension than the one
+    asked: "1.5 metres wide" or "96 metres … longer" for "How high …?"."""
+    stated = {
+        DIMENSIONS[w.lemma]
+        for w in reading.words
+        if w.sentence == sentence and w.lemma in DIMENSIONS
+    }
+    return question.dimension is not None and bool(stated) and question.dimension not in stated
+
+
 def _number_fits(word: Word, reading: Reading, question: Question, expects: set[str]) -> bool:
     """A number of the expected type: in the asked dimension's unit ("29°C", "40 minutes"), a
     price, a year or a clock time, a bare count; an age is a bare number ("Morwenna, 24")."""
@@ -316,7 +333,7 @@ def _number_fits(word: Word, reading: Reading, question: Question, expects: set[
         since = "duration" in question.measures and before == "since" and year
         since = since and bool(question.relation)
         age = "age" in question.measures and dimension is None
-        return (
+        return not _other_dimension(question, reading, word.sentence) and (
             dimension in question.measures or since or age or ("date" in question.measures and year)
         )
     if "money" in expects:
@@ -408,7 +425,7 @@ def _said_of(
     if not subject:
         return True
     chain = [at, *reading.ancestors(at)]
-    said = with_synonyms(frozenset(STEM(w.lemma) for w in reading.words) | about)
+    said = _naming(with_synonyms(frozenset(STEM(w.lemma) for w in reading.words) | about), head)
     subjectless = not any(c.dep in SUBJECTS for above in chain for c in reading.children(above))
     if head and not head & said and not (line and subjectless and about & subject):
         return False
@@ -416,11 +433,24 @@ def _said_of(
         subjects = [c for c in reading.children(above) if c.dep in SUBJECTS]
         if not subjects:
             continue
-        named = {STEM(w.lemma) for s in subjects for w in reading.subtree(s.i) if w.content}
-        pronoun = any(s.pos == "PRON" for s in subjects)
-        titled = not (named - about) and bool(about & subject)
-        return pronoun or bool(named & subject) or titled
+        named = _naming(
+            frozenset(STEM(w.lemma) for s in subjects for w in reading.subtree(s.i) if w.content),
+            head,
+        )
+        # a pronoun subject; or the quoted speaker it is about, as "me": "takes me forty hours"
+        speaker = bool(about & subject) and any(
+            c.text.lower() in FIRST_PERSON for c in reading.children(above)
+        )
+        pronoun = speaker or any(s.pos == "PRON" for s in subjects)
+        titled = not (named - about - head) and bool(about & subject)
+        return pronoun or bool(named & (subject | head)) or titled
     return True
+
+
+def _naming(stems: frozenset[str], head: frozenset[str]) -> frozenset[str]:
+    """The stems, with the topic's head where one of them is that compound's last part: "the
+    bridge" names a footbridge, "the boat" a steamboat."""
+    return stems | {h for h in head if any(len(s) > 3 and h.endswith(s) for s in stems)}
 
 
 def _topic_is_subject(question: Question, reading: Reading, about: frozenset[str]) -> bool:
@@ -564,10 +594,32 @@ def _denied_or_said(question: Question, reading: Reading) -> Verdict | None:
     denied = any(w.dep == "neg" or (w.dep, w.text.lower()) == ("det", "no") for w in reading.words)
     if not predicate and any(word.dep == "expl" for word in asked.words):
         return "no" if denied else "yes"  # "Are there swans …?": the sentence about them says
-    said = {STEM(w.lemma) for w in reading.words}
-    if not predicate or not predicate <= with_synonyms(frozenset(said)):
+    said = with_synonyms(frozenset(STEM(w.lemma) for w in reading.words))
+    missing = (predicate - _light() or predicate) - said  # "free to get in": "free" says it
+    opposed = {stem for stem in missing if _opposites(stem) & said}  # "open": "closed"
+    if not predicate or missing - opposed:
         return None
-    return "no" if denied else "yes"
+    return "no" if denied != bool(opposed) else "yes"
+
+
+@functools.cache
+def _light() -> frozenset[str]:
+    """Words that say next to nothing by themselves ("get", "make", "take"): spaCy's English
+    stopwords (imported here, once spaCy is loaded, not on import)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STEM(word) for word in STOP_WORDS)
+
+
+def _opposites(stem: str) -> frozenset[str]:
+    """The stems of the states opposed to this one ("close" for "open")."""
+    return frozenset(
+        STEM(word)
+        for one, other in OPPOSITE_STATES
+        for mine, theirs in ((one, other), (other, one))
+        if stem in {STEM(word) for word in mine}
+        for word in theirs
+    )
 
 
 def _former(reading: Reading) -> bool:

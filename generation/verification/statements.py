@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from mmrag.generation.citations import first_sentence
 from mmrag.generation.reading.text import STOPWORDS, Reading, attribute, read, sentences
-from mmrag.generation.reading.words import PERSON_PRONOUNS, THING_PRONOUNS
+from mmrag.generation.reading.words import FIRST_PERSON, PERSON_PRONOUNS, THING_PRONOUNS
 from mmrag.generation.types import SourceLike
 
 SHOWN = "The photo shows"
@@ -73,13 +73,21 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
     if title and f"the {title}".lower() in source.text.lower():  # "the Dunmore Harbor Festival"
         title = f"The {title}"
     person = ""  # the person a "he" or "she" stands for: the last one named
+    quotes = _quotes(source.text)
     for position, (text, where) in enumerate(_parts(source)):
         pronoun = _opening_pronoun(text)
+        people = [
+            read(text).span_text(start, end)
+            for start, end, label in _entity_spans(read(text))
+            if label == "PERSON"
+        ]
         speaker = person and any(  # "…,' he said.": the person it names before
             w.text.lower() in PERSON_PRONOUNS and w.dep in ("nsubj", "nsubjpass")
             for w in read(text).words
         )
         about = person if (pronoun in PERSON_PRONOUNS or speaker) and person else title
+        if quotes and (people or person) and _first_person(read(text)):
+            about = people[-1] if people else person  # "'… takes me forty hours,' said X."
         if where == "ocr":  # what the photo it was read in shows
             about = f"{title}. {source.text}"
         if pronoun in THING_PRONOUNS and pronoun in PERSON_PRONOUNS and person:
@@ -88,12 +96,18 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
         said = full_sentence(named, source, where, title)
         if said is not None:
             yield Statement(number, source, text, about or title, where, position, said, named)
-        people = [
-            read(text).span_text(start, end)
-            for start, end, label in _entity_spans(read(text))
-            if label == "PERSON"
-        ]
         person = people[-1] if people else person
+
+
+def _quotes(text: str) -> bool:
+    """Whether a text quotes people (",' said …"): then a sentence in which someone speaks of
+    themself ("A saddle takes me forty hours") is about whoever it is quoted from, as an
+    interview's reader takes it."""
+    return re.search(r"[,.!?]['’”\"](?:\s|$)", text) is not None
+
+
+def _first_person(reading: Reading) -> bool:
+    return any(word.text.lower() in FIRST_PERSON for word in reading.words)
 
 
 def _entity_spans(reading: Reading) -> list[tuple[int, int, str]]:
