@@ -77,6 +77,16 @@ LIBRARY = Src(
     "Harwick library: opening hours",
     "Weekdays 09:00-17:00. Closed on Sundays.",
 )
+SIGHTS = Src(
+    "sights",
+    "text",
+    "Harwick: 3 places to see",
+    "1. Harwick Mill - free, closed Tuesdays. 2. The Lantern Museum - 300 ship lanterns. 3. "
+    "The quay.",
+)
+KESTREL = Src(
+    "kestrel", "text", "Kestrel 3 tent: specifications", "Packed weight 2.1 kg. Sleeps three."
+)
 PIERS = Src(
     "piers",
     "text",
@@ -207,6 +217,35 @@ def test_a_verdict_from_a_line_that_says_the_opposite_state(attributor, question
     assert checked.text.startswith(opens), checked.text
     assert "Closed on Sundays" in checked.text, checked.text
     assert [c.source_id for c in checked.citations] == ["library"], checked.text
+
+
+@pytest.mark.parametrize(
+    ("question", "raw", "opens", "says"),
+    [
+        ("Is Harwick Mill open on Tuesdays?", "Yes, it is open on Tuesdays [1].", "No", "closed"),
+        (
+            "How many ship lanterns does the Lantern Museum have?",
+            "It has 20 lanterns [1].",
+            "",
+            "300 ship lanterns",
+        ),
+    ],
+    ids=["verdict-from-item-1", "count-from-item-2"],
+)
+def test_a_numbered_lists_items_each_answer(attributor, question, raw, opens, says):
+    """ "1. Harwick Mill - free, closed Tuesdays." is an item about the mill, not "1.", and
+    "3." alone is no statement."""
+    checked = attributor.attribute(question, answered(raw, [SIGHTS]))
+    assert checked.text.startswith(opens) and says in checked.text, checked.text
+    assert [c.source_id for c in checked.citations] == ["sights"], checked.text
+    assert "“1.”" not in checked.text and "“3.”" not in checked.text, checked.text
+
+
+def test_a_word_that_only_describes_gives_no_verdict(attributor):
+    """ "Packed weight 2.1 kg" says what the tent weighs packed, nothing of packing it wet."""
+    question = "Can I pack the Kestrel 3 tent away wet?"
+    checked = attributor.attribute(question, answered("Yes, you can pack it wet [1].", [KESTREL]))
+    assert not checked.text.startswith("Yes"), checked.text
 
 
 def test_another_things_measure_is_no_answer(attributor):

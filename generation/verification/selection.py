@@ -595,7 +595,11 @@ def _denied_or_said(question: Question, reading: Reading) -> Verdict | None:
     if not predicate and any(word.dep == "expl" for word in asked.words):
         return "no" if denied else "yes"  # "Are there swans …?": the sentence about them says
     said = with_synonyms(frozenset(STEM(w.lemma) for w in reading.words))
+    asked_verbs = {STEM(w.lemma) for w in asked.words if w.pos == "VERB"} & predicate
     missing = (predicate - _light() or predicate) - said  # "free to get in": "free" says it
+    # an asked verb said as one, not as a word describing a thing: "Packed weight 2.4 kg" says
+    # nothing of packing it wet
+    missing |= asked_verbs - _light() - states(reading)
     opposed = {stem for stem in missing if _opposites(stem) & said}  # "open": "closed"
     if not predicate or missing - opposed:
         return None

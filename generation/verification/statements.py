@@ -26,6 +26,8 @@ from mmrag.generation.reading.words import FIRST_PERSON, PERSON_PRONOUNS, THING_
 from mmrag.generation.types import SourceLike
 
 SHOWN = "The photo shows"
+# A numbered list's item number: "1. Tavistead Museum - free, closed Mondays." is one item.
+ITEM_NUMBER = re.compile(r"^\s*\d{1,2}[.)]\s+")
 SIGN_CHARS = 120  # text read in an image up to this long is one answer, longer a line at a time
 
 
@@ -125,13 +127,14 @@ def _parts(source: SourceLike) -> list[tuple[str, str]]:
     if len(ocr_text) <= SIGN_CHARS:  # a sign's few lines read as one ("NO ENTRY / EXCEPT BUSES")
         lines = [ocr_text]
     found = [(source.text, "text"), *((line, "ocr") for line in lines), (source.title, "title")]
-    return [
-        (first_sentence(sentence), where)
+    said = (
+        (first_sentence(ITEM_NUMBER.sub("", sentence)), where)
         for part, where in found
         if part
         for sentence in sentences(part)
-        if first_sentence(sentence)
-    ]
+    )
+    # a list's numbers alone ("3.") say nothing
+    return [(sentence, where) for sentence, where in said if any(c.isalpha() for c in sentence)]
 
 
 def _opening_pronoun(text: str) -> str:
