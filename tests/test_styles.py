@@ -291,12 +291,26 @@ def test_a_measure_answers_only_the_dimension_it_is_said_in(
         assert [c.source_id for c in checked.citations] == [source.id], checked.text
 
 
-def test_an_on_topic_sentence_without_the_asked_fact_is_declined(attributor):
-    """A price asked, the product's size said: no source answers."""
-    question = "How much does the Brisa K2 kettle cost?"
-    checked = attributor.attribute(
-        question, answered("The Brisa K2 holds 1.7 litres [1].", [KETTLE])
-    )
+ARMS = Src(
+    "arms", "text", "Harwick Arms", "The Harwick Arms has 12 guest rooms and a bar on the quay."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "raw", "source"),
+    [
+        ("How much does the Brisa K2 kettle cost?", "The Brisa K2 holds 1.7 litres [1].", KETTLE),
+        (  # "cost" read as a noun by the parser: the question still asks a price
+            "What does a room at the Harwick Arms cost per night?",
+            "A room at the Harwick Arms costs £12 per night [1].",
+            ARMS,
+        ),
+    ],
+    ids=["how-much", "what-does-it-cost"],
+)
+def test_an_on_topic_sentence_without_the_asked_fact_is_declined(attributor, question, raw, source):
+    """A price asked, the product's size or the inn's rooms said: no source answers."""
+    checked = attributor.attribute(question, answered(raw, [source]))
     assert checked.abstained and checked.text == DECLINE, checked.text
 
 

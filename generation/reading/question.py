@@ -23,6 +23,7 @@ from mmrag.generation.reading.words import (
     ATTRIBUTE_NOUNS,
     DIMENSIONS,
     HOW_MEASURES,
+    MONEY_VERBS,
     MONEY_WORDS,
     NOW,
     SAME_RELATION,
@@ -229,7 +230,9 @@ def _asked(
     # "what/which <noun>": the noun names the answer's type or its kind of thing.
     noun = _asked_noun(reading, wh)
     if noun is None:
-        return "factoid", frozenset(), (), set(), wh.end
+        # "What does a room … cost per night?", however the parser tags "cost"
+        priced = any(w.lemma in MONEY_VERBS for w in words[wh.i + 1 :])
+        return "factoid", frozenset({"money"} if priced else set()), (), set(), wh.end
     of = [c for p in reading.children(noun.i) if p.lemma == "of" for c in reading.children(p.i)]
     if noun.lemma in ("kind", "type", "sort") and of:  # "what kind of bird"
         return "factoid", frozenset(), (), {STEM(of[0].lemma)}, of[0].end

@@ -120,6 +120,8 @@ TYPE_NOUNS = {
 }  # fmt: skip
 # Verbs and nouns by which "How much …?" asks a price.
 MONEY_WORDS = frozenset({"cost", "price", "pay", "charge", "fee", "fare", "spend", "ticket"})
+# Of them, the verbs by which "What does … cost?" asks a price whatever else it names.
+MONEY_VERBS = frozenset({"cost", "pay", "spend"})
 # What spaCy's entity labels give, by answer type.
 ENTITY_TYPES = {
     "PERSON": "person", "NORP": "organisation", "ORG": "organisation", "GPE": "place",
