@@ -10,7 +10,8 @@ verdict; a choice's: names the gold option). The model is a conditional logit ov
 features (log-scaled, as `selection.Model` reads them), fitted on each question's choice among
 its candidates and declining, so a question is declined where no candidate scores above
 declining; its regularisation and the weight of declining are chosen by the question-level
-accuracy of five folds split by question, three splits averaged. `--candidates FILE` keeps the candidates' features, for refitting without asking.
+accuracy of five folds split by question, three splits averaged. `--candidates FILE` keeps the
+candidates' features, for refitting without asking.
 
 Development sets (never the held-out ones):
 - the sample corpus: `bench/data/grounding_questions.json` (open questions written for it),
