@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from spacy.language import Language
     from spacy.tokens import Doc, Token
 
-from mmrag.generation.reading.words import ATTRIBUTE_KIND, ATTRIBUTES, FRAMING, UNITS
+from mmrag.generation.reading.words import ATTRIBUTE_KIND, ATTRIBUTES, DIMENSIONS, FRAMING, UNITS
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
 # Words inside one name between its proper nouns: "Chapel of St. Aidan", "St. Brigid's Church".
@@ -198,6 +198,13 @@ class Reading:
     def in_sentence(self, sentence: int) -> tuple[Word, ...]:
         """The words of one sentence, in text order."""
         return self._by_sentence.get(sentence, ())
+
+    def dimensions(self, sentence: int) -> frozenset[str]:
+        """The dimensions one sentence says its measures are in: "wide" in "1.5 metres wide",
+        "longer" in "At 96 metres, the bridge is longer …"."""
+        return frozenset(
+            DIMENSIONS[w.lemma] for w in self.in_sentence(sentence) if w.lemma in DIMENSIONS
+        )
 
     def subtree(self, i: int) -> list[Word]:
         """The word and every word below it in the parse, in text order."""

@@ -180,8 +180,8 @@ SAME_RELATION = (
 # States a source can answer a yes/no question with the opposite of ("Is it open on Mondays?":
 # "closed Mondays"), each with its opposites, as lemmas: the verdict is then the other one.
 OPPOSITE_STATES = (
-    (("open",), ("close", "closed", "shut")),
-    (("allow", "permit", "allowed", "permitted"), ("ban", "forbid", "prohibit", "banned")),
+    (("open",), ("close", "shut")),
+    (("allow", "permit"), ("ban", "forbid", "prohibit")),
 )
 # A fact bounded in time: said of the past, no longer so ("was the largest until 1962",
 # "formerly", "no longer", "was replaced by").

@@ -98,11 +98,7 @@ def _measured(said: Reading, word: Word, sources: Sequence[Reading]) -> bool:
         for there in reading.words:
             if (there.number, there.unit) not in numbers:
                 continue
-            stated = {
-                DIMENSIONS[w.lemma]
-                for w in reading.words
-                if w.sentence == there.sentence and w.lemma in DIMENSIONS
-            }
+            stated = reading.dimensions(there.sentence)
             if word.lemma in UNITS or not stated or DIMENSIONS[word.lemma] in stated:
                 return True
     return False

@@ -30,7 +30,6 @@ from mmrag.generation.reading.words import (
     AT_A_PLACE,
     ATTRIBUTE_KIND,
     CURRENCY,
-    DIMENSIONS,
     ENTITY_TYPES,
     FIRST_PERSON,
     FORMER,
@@ -71,6 +70,19 @@ FEATURES = (  # each in [0, 1], 1 where the statement is the better answer for i
 # of powers of them, so a statement that lacks one thing asked (the names, the relation)
 # scores low however much else it has, which a sum of weights cannot express.
 FLOOR = 0.05
+
+
+def _opposed() -> dict[str, frozenset[str]]:
+    """Each state's stem with the stems of the states opposed to it ("close" for "open")."""
+    found: dict[str, frozenset[str]] = {}
+    for one, other in OPPOSITE_STATES:
+        for mine, theirs in ((one, other), (other, one)):
+            for word in mine:
+                found[STEM(word)] = found.get(STEM(word), frozenset()) | {STEM(w) for w in theirs}
+    return found
+
+
+OPPOSITES = _opposed()
 # Words that give a reason or a frequency by themselves ("because", "every", "daily").
 _MARKERS = {"reason": REASONS, "frequency": FREQUENCY}
 
@@ -313,11 +325,7 @@ def _fits(kind: str, words: Sequence[Word], question: Question, since: bool = Fa
 def _other_dimension(question: Question, reading: Reading, sentence: int) -> bool:
     """Whether a measure in this sentence is said to be of another dimension than the one
     asked: "1.5 metres wide" or "96 metres … longer" for "How high …?"."""
-    stated = {
-        DIMENSIONS[w.lemma]
-        for w in reading.words
-        if w.sentence == sentence and w.lemma in DIMENSIONS
-    }
+    stated = reading.dimensions(sentence)
     return question.dimension is not None and bool(stated) and question.dimension not in stated
 
 
@@ -600,7 +608,7 @@ def _denied_or_said(question: Question, reading: Reading) -> Verdict | None:
     # an asked verb said as one, not as a word describing a thing: "Packed weight 2.4 kg" says
     # nothing of packing it wet
     missing |= asked_verbs - _light() - states(reading)
-    opposed = {stem for stem in missing if _opposites(stem) & said}  # "open": "closed"
+    opposed = {stem for stem in missing if OPPOSITES.get(stem, frozenset()) & said}  # "closed"
     if not predicate or missing - opposed:
         return None
     return "no" if denied != bool(opposed) else "yes"
@@ -613,17 +621,6 @@ def _light() -> frozenset[str]:
     from spacy.lang.en.stop_words import STOP_WORDS
 
     return frozenset(STEM(word) for word in STOP_WORDS)
-
-
-def _opposites(stem: str) -> frozenset[str]:
-    """The stems of the states opposed to this one ("close" for "open")."""
-    return frozenset(
-        STEM(word)
-        for one, other in OPPOSITE_STATES
-        for mine, theirs in ((one, other), (other, one))
-        if stem in {STEM(word) for word in mine}
-        for word in theirs
-    )
 
 
 def _former(reading: Reading) -> bool:
