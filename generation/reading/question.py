@@ -91,7 +91,7 @@ class Question:
 
     @functools.cached_property
     def topic_head(self) -> frozenset[str]:
-        """The stem of the noun its topic is about: "cat" in "the cat at the Crown Inn"."""
+        """The stem of the noun its topic is about: "cat" in "the cat at the Mill Arms"."""
         return frozenset(STEM(w.lemma) for w in read(self.topic).words if w.dep == "ROOT")
 
     @functools.cached_property

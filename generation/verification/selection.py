@@ -429,7 +429,7 @@ def _said_of(
     pronoun, what the statement is `about` where that names the thing), or there is none (a
     label's line, a caption); not another thing named beside it ("the south pier is 120
     metres long" for the north pier). A caption is about what its photo shows: the upper
-    floor of the Crown Inn says nothing of the inn's cat."""
+    floor of an inn says nothing of the inn's cat."""
     if not subject:
         return True
     chain = [at, *reading.ancestors(at)]

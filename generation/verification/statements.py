@@ -26,7 +26,7 @@ from mmrag.generation.reading.words import FIRST_PERSON, PERSON_PRONOUNS, THING_
 from mmrag.generation.types import SourceLike
 
 SHOWN = "The photo shows"
-# A numbered list's item number: "1. Tavistead Museum - free, closed Mondays." is one item.
+# A numbered list's item number: "1. Harwick Mill - free, closed Tuesdays." is one item.
 ITEM_NUMBER = re.compile(r"^\s*\d{1,2}[.)]\s+")
 SIGN_CHARS = 120  # text read in an image up to this long is one answer, longer a line at a time
 
