@@ -298,7 +298,7 @@ KESTREL_PITCHING = Src(
     "kestrel-pitching",
     "text",
     "Kestrel 3 tent: pitching",
-    "Peg out the groundsheet first, with the door facing away from the wind.",
+    "Lay the groundsheet out first and peg each corner down before the poles go in.",
 )
 
 

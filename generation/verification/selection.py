@@ -459,11 +459,11 @@ def _said_of(
 
 def _modifies_the_thing(reading: Reading, chain: list[int], thing: frozenset[str]) -> bool:
     """Whether the fact hangs, below any verb, on a noun phrase that names the asked thing and
-    nothing else, the fact's own words apart: an apposition or a label's dash ("Morwenna, 24,
-    joined …", "Toffee Works tour - 45 minutes, booking needed"), whatever the clause around
-    it is about. "The south pier, 120 metres long, …" names another pier."""
+    nothing else, the fact's own words apart: an apposition or a list item's dash ("Tobias, 19,
+    joined …", "Rope Works tour - 50 minutes, booking needed"), whatever the clause around it
+    is about. "The south pier, 120 metres long, …" names another pier."""
     fact = reading.words[chain[0]]
-    measure = set(chain[:1]) | ({fact.head} if fact.unit else set())  # "45" and "minutes"
+    measure = set(chain[:1]) | ({fact.head} if fact.unit else set())  # "50" and "minutes"
     for depth, above in enumerate(chain[1:], start=1):
         word = reading.words[above]
         if word.pos in ("VERB", "AUX"):
