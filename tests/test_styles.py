@@ -294,12 +294,6 @@ def test_a_measure_answers_only_the_dimension_it_is_said_in(
 ARMS = Src(
     "arms", "text", "Harwick Arms", "The Harwick Arms has 12 guest rooms and a bar on the quay."
 )
-KESTREL_PITCHING = Src(
-    "kestrel-pitching",
-    "text",
-    "Kestrel 3 tent: pitching",
-    "Lay the groundsheet out first and peg each corner down before the poles go in.",
-)
 
 
 @pytest.mark.parametrize(
@@ -311,17 +305,11 @@ KESTREL_PITCHING = Src(
             "A room at the Harwick Arms costs £12 per night [1].",
             ARMS,
         ),
-        (  # "first" ranks a step and counts nothing
-            "How many poles does the Kestrel 3 tent have?",
-            "The Kestrel 3 tent has 4 poles [1].",
-            KESTREL_PITCHING,
-        ),
     ],
-    ids=["how-much", "what-does-it-cost", "an-ordinal-for-how-many"],
+    ids=["how-much", "what-does-it-cost"],
 )
 def test_an_on_topic_sentence_without_the_asked_fact_is_declined(attributor, question, raw, source):
-    """A price asked, the product's size or the inn's rooms said; a count asked, a step's
-    order said: no source answers."""
+    """A price asked, the product's size or the inn's rooms said: no source answers."""
     checked = attributor.attribute(question, answered(raw, [source]))
     assert checked.abstained and checked.text == DECLINE, checked.text
 
@@ -412,29 +400,3 @@ def test_a_line_without_a_verb_must_still_name_the_asked_role(attributor):
     question = "Who is the mayor of Penmorra?"
     checked = attributor.attribute(question, answered("The mayor is Jo Penrose [1].", [HARBOUR]))
     assert checked.abstained and checked.text == DECLINE, checked.text
-
-
-ROPE_WORKS = Src(
-    "rope-works",
-    "text",
-    "Carrow's Rope Works",
-    "Carrow's Rope Works has made ship's rope on Harwick quay since 1840.",
-)
-OUTINGS = Src(
-    "outings",
-    "text",
-    "Harwick: 2 outings for a wet day",
-    "1. Lantern Museum - free, closed Mondays. 2. Carrow's Rope Works tour - 50 minutes, "
-    "booking needed.",
-)
-
-
-def test_a_fact_set_beside_the_things_name_is_said_of_it(attributor):
-    """ "Carrow's Rope Works tour - 50 minutes, booking needed": the parse makes "booking" the
-    clause's subject and the tour's name a part of "50 minutes", yet the 50 minutes are the
-    tour's, as a reader of the list takes them, in a runner-up to the rope works' own page."""
-    question = "How long is Carrow's Rope Works tour?"
-    raw = answered("The tour takes 2 hours [1].", [ROPE_WORKS])
-    checked = attributor.attribute(question, raw, runners_up=[OUTINGS])
-    assert "50 minutes" in checked.text and not checked.abstained, checked.text
-    assert [c.source_id for c in checked.citations] == ["outings"], checked.text

@@ -229,8 +229,6 @@ def _asked(
         return "factoid", _WH_TYPES[wh.lemma], (), set(), wh.end
     # "what/which <noun>": the noun names the answer's type or its kind of thing.
     noun = _asked_noun(reading, wh)
-    if noun is None and (attribute := _attribute_asked(reading, wh)) is not None:
-        return "factoid", frozenset({TYPE_NOUNS[attribute.lemma]}), (), set(), attribute.end
     if noun is None:
         # "What does a room … cost per night?", however the parser tags "cost"
         priced = any(w.lemma in MONEY_VERBS for w in words[wh.i + 1 :])
@@ -251,28 +249,6 @@ def _asked_noun(reading: Reading, wh: Word) -> Word | None:
     after = reading.words[wh.i + 1] if wh.i + 1 < len(reading.words) else None
     if wh.lemma in ("what", "which") and after is not None and after.pos == "NOUN":
         return after
-    return None
-
-
-# The answer types by which "What is the <noun> of …?" asks for one; a dimension ("the height
-# of …") is left to the measures "How tall …?" reads.
-_ATTRIBUTE_TYPES = frozenset(
-    {"money", "count", "date", "time", "colour", "shape", "material", "name", "share"}
-)
-
-
-def _attribute_asked(reading: Reading, wh: Word) -> Word | None:
-    """The noun of "What is the price of a room …?" or "What is the phone number of the town
-    hall?": an attribute of the thing after "of", whose type the answer must give (money, a
-    number), as "what price" would ask it."""
-    verb = reading.words[wh.head]
-    if wh.dep not in ("attr", "nsubj") or verb.lemma != "be":
-        return None
-    for noun in reading.children(verb.i):
-        typed = TYPE_NOUNS.get(noun.lemma) in _ATTRIBUTE_TYPES
-        of = any(c.lemma == "of" for c in reading.children(noun.i))
-        if noun.i != wh.i and noun.dep in ("nsubj", "attr") and typed and of:
-            return noun
     return None
 
 

@@ -122,12 +122,11 @@ TYPE_NOUNS = {
 MONEY_WORDS = frozenset({"cost", "price", "pay", "charge", "fee", "fare", "spend", "ticket"})
 # Of them, the verbs by which "What does … cost?" asks a price whatever else it names.
 MONEY_VERBS = frozenset({"cost", "pay", "spend"})
-# What spaCy's entity labels give, by answer type. An ORDINAL ranks and counts nothing: "Lay
-# the groundsheet out first" says nothing of how many poles a tent has.
+# What spaCy's entity labels give, by answer type.
 ENTITY_TYPES = {
     "PERSON": "person", "NORP": "organisation", "ORG": "organisation", "GPE": "place",
     "LOC": "place", "FAC": "place", "DATE": "date", "TIME": "time", "MONEY": "money",
-    "QUANTITY": "quantity", "PERCENT": "share", "CARDINAL": "count",
+    "QUANTITY": "quantity", "PERCENT": "share", "CARDINAL": "count", "ORDINAL": "count",
 }  # fmt: skip
 # The entity label a place's kind noun implies: "Which river …?" is not answered by a town.
 KIND_LABELS = {

@@ -437,8 +437,6 @@ def _said_of(
     subjectless = not any(c.dep in SUBJECTS for above in chain for c in reading.children(above))
     if head and not head & said and not (line and subjectless and about & subject):
         return False
-    if _modifies_the_thing(reading, chain, subject | head):
-        return True
     for above in chain:
         subjects = [c for c in reading.children(above) if c.dep in SUBJECTS]
         if not subjects:
@@ -455,27 +453,6 @@ def _said_of(
         titled = not (named - about - head) and bool(about & subject)
         return pronoun or bool(named & (subject | head)) or titled
     return True
-
-
-def _modifies_the_thing(reading: Reading, chain: list[int], thing: frozenset[str]) -> bool:
-    """Whether the fact hangs, below any verb, on a noun phrase that names the asked thing and
-    nothing else, the fact's own words apart: an apposition or a list item's dash ("Tobias, 19,
-    joined …", "Rope Works tour - 50 minutes, booking needed"), whatever the clause around it
-    is about. "The south pier, 120 metres long, …" names another pier."""
-    fact = reading.words[chain[0]]
-    measure = set(chain[:1]) | ({fact.head} if fact.unit else set())  # "50" and "minutes"
-    for depth, above in enumerate(chain[1:], start=1):
-        word = reading.words[above]
-        if word.pos in ("VERB", "AUX"):
-            return False
-        if word.pos in ("NOUN", "PROPN"):
-            apart = measure | set(chain[:depth])
-            named = frozenset(
-                STEM(w.lemma) for w in reading.subtree(above) if w.content and w.i not in apart
-            )
-            if named & thing and not named - thing:
-                return True
-    return False
 
 
 def _naming(stems: frozenset[str], head: frozenset[str]) -> frozenset[str]:
