@@ -34,6 +34,8 @@ from tests.helpers import running_mmrag_process, text_dense_png, wait_until
 QUESTION = "What does the sign say?"
 NEIGHBOUR = "What color is the door of the Harbor Inn?"
 MAX_RESIDENT = 2 * 1024**3  # the issue's bound on the server while it reads the reported PNGs
+DEADLINE_S = 600  # the server's, for an answer (the module says why so long)
+WAITED_S = DEADLINE_S + 60  # a client's: past the deadline, so the server ends every answer
 Server = tuple[subprocess.Popen, str]
 
 
@@ -52,7 +54,7 @@ def peak_resident(pid: int) -> int:
 
 
 def ask(
-    base: str, model: str, question: str, photo: bytes | None = None, timeout: object = 120
+    base: str, model: str, question: str, photo: bytes | None = None, timeout: object = WAITED_S
 ) -> dict:
     """A chat completion (mmrag's fields beside the message), the photo as a data URL."""
     content: list[dict] = [{"type": "text", "text": question}]
@@ -78,10 +80,10 @@ def ocr_samples(base: str) -> tuple[int, float]:
 
 @pytest.fixture(scope="module")
 def server(hybrid_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`mmrag serve` on the hybrid index, its deadline 10 minutes (the module says why)."""
+    """`mmrag serve` on the hybrid index, its deadline `DEADLINE_S`."""
     folder = tmp_path_factory.mktemp("patient")
     config = folder / "mmrag.toml"
-    config.write_text("request_timeout_s = 600\n")
+    config.write_text(f"request_timeout_s = {DEADLINE_S}\n")
     with running_mmrag_process(
         hybrid_index, folder / "serve.log", "--config", str(config)
     ) as served:
@@ -128,7 +130,7 @@ def test_a_client_that_leaves_stops_its_reading_and_holds_no_one_up(
 
     finished: list[str] = []
     with ThreadPoolExecutor(2) as pool:
-        whole = pool.submit(ask, base, model, QUESTION, page, 600)
+        whole = pool.submit(ask, base, model, QUESTION, page)
         whole.add_done_callback(lambda _: finished.append("photo"))
         text: Future = pool.submit(ask, base, model, NEIGHBOUR)
         text.add_done_callback(lambda _: finished.append("text"))
