@@ -6,19 +6,20 @@ Every question of the development sets is asked of its index as the pipeline ask
 retrieved sources, the selected ones and the runners-up, are the pool, and every statement of
 the pool is a candidate with its `features`. A candidate is right when its source is one of
 the question's gold sources and it states every gold fact (a yes/no question's: gives the gold
-verdict; a choice's: names the gold option). The model is a conditional logit over the
-features (log-scaled, as `selection.Model` reads them), fitted on each question's choice among
-its candidates and declining, so a question is declined where no candidate scores above
-declining; its regularisation and the weight of declining are chosen by the question-level
-accuracy of five folds split by question, three splits averaged. `--candidates FILE` keeps the
-candidates' features, for refitting without asking.
+verdict; a choice's: picks the option its gold answer picks, not the one compared with). The
+model is a conditional logit over the features (log-scaled, as `selection.Model` reads them),
+fitted on each question's choice among its candidates and declining, so a question is
+declined where no candidate scores above declining; its regularisation and the weight of
+declining are chosen by the question-level accuracy on each world of questions when the fit
+has not seen it (the sample's, and each world of the styles corpus), averaged.
+`--candidates FILE` keeps the candidates' features, for refitting without asking.
 
 Development sets (never the held-out ones):
 - the sample corpus: `bench/data/grounding_questions.json` (open questions written for it),
   WebQA_sample.json's questions (its gold sources, the facts of its answers), and
   `data/sample/unanswerable.json`;
-- `bench/data/styles/`: the development half of the corpus written in other styles, indexed
-  alone as `bench/styles.py` indexes it.
+- `bench/data/styles/`: the development half of the corpus written in other styles (two
+  worlds: Tavistead/Caddowmouth and Orlingham), indexed alone as `bench/styles.py` indexes it.
 The weights are written to `generation/verification/weights.json`.
 """
 
@@ -62,6 +63,7 @@ class Asked:
     answer: str = ""  # the gold answer, where it is a sentence: a choice's names its option
     any_fact: bool = False  # an open question's facts are each a right thing to say
     corpus: str = "sample"
+    world: str = "sample"  # the invented world it is about, held out as one in the folds
 
 
 def sample_questions() -> list[Asked]:
@@ -97,6 +99,7 @@ def styles_questions() -> list[Asked]:
             answer=i.get("verdict") or "",
             any_fact=i["kind"] == "open",
             corpus="styles",
+            world=i["world"],
         )
         for i in items
     ]
@@ -111,8 +114,8 @@ def right(asked: Asked, question: Question, statement: Statement) -> bool:
         gold = asked.answer.lower().split(maxsplit=1)[:1] or [None]
         return found is not None and gold[0] in (None, f"{found},", found)
     if question.kind == "choice" and asked.answer:
-        named = read(asked.answer).terms.words
-        return any(option <= named for option in question.choices)
+        gold = selection.picked(question, asked.answer)
+        return gold is not None and selection.picked(question, statement.text) == gold
     stated = [states(fact, f"{statement.about} {statement.said}") for fact in asked.facts]
     return any(stated) if asked.any_fact else all(stated)
 
@@ -151,6 +154,7 @@ def asked_questions(sample_index: Path, styles_work: Path | None) -> list[dict]:
                 "question": one.question,
                 "kind": question.kind,
                 "corpus": one.corpus,
+                "world": one.world,
                 "facts": list(one.facts),
                 "rows": [
                     {"values": values, "right": right, "said": statement.said}
@@ -260,20 +264,20 @@ def main() -> None:
         for item in data
     ]
     answerable_with_right = sum(any(y for _, y in rows) for _, rows in groups)
-    folds, threshold = 5, 0.5  # chosen where a candidate scores above declining
-    # Five folds, split three ways (fixed seeds): with 299 questions one question moves a
-    # fold's accuracy by 0.003, as much as the settings differ, so one split chose by chance.
-    splits = [np.random.default_rng(seed).permutation(len(groups)) % folds for seed in range(3)]
+    threshold = 0.5  # chosen where a candidate scores above declining
+    # One world held out at a time: folds of questions drawn from the worlds the fit sees
+    # said 0.84 where a world it had not seen said 0.59, as the held-out half did; what is
+    # chosen here is what carries to text written elsewhere.
+    worlds = [item.get("world", item["corpus"]) for item in data]
     scores = {}
-    for c in (0.3, 1.0, 3.0, 10.0, 30.0):
+    for c in (0.1, 0.3, 1.0, 3.0, 10.0, 30.0):
         for decline in (1.0, 2.0, 3.0, 4.0, 6.0, 8.0):
             accuracies = []
-            for split in splits:
-                for fold in range(folds):
-                    train = stacked([g for g, f in zip(groups, split, strict=True) if f != fold])
-                    test = stacked([g for g, f in zip(groups, split, strict=True) if f == fold])
-                    weights, bias = fit(train, c, decline)
-                    accuracies.append(question_accuracy(test, weights, bias, threshold))
+            for world in sorted(set(worlds)):
+                train = stacked([g for g, w in zip(groups, worlds, strict=True) if w != world])
+                test = stacked([g for g, w in zip(groups, worlds, strict=True) if w == world])
+                weights, bias = fit(train, c, decline)
+                accuracies.append(question_accuracy(test, weights, bias, threshold))
             scores[f"C={c} decline={decline}"] = (float(np.mean(accuracies)), c, decline)
     _, c, decline = max(scores.values(), key=lambda k: (k[0], -k[1], -k[2]))
     every = stacked(groups)
@@ -310,7 +314,7 @@ def main() -> None:
         "machine": machine(),
         "questions": len(groups),
         "answerable_with_a_right_candidate": answerable_with_right,
-        "cross_validated": {key: round(value[0], 4) for key, value in scores.items()},
+        "world_held_out": {key: round(value[0], 4) for key, value in scores.items()},
         "c": c,
         "decline_weight": decline,
         "development_balanced_accuracy": round(accuracy, 3),

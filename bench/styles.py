@@ -134,7 +134,8 @@ def load(half: str = "both") -> tuple[list[dict], list[dict]]:
 def check(sources: list[dict], questions: list[dict]) -> list[str]:
     """What is wrong with the data: a fact its listed sources do not state, a source of the
     other half, an unanswerable question with facts or whose `absent` words its group holds,
-    a half without every style or with fewer than 12 unanswerable questions."""
+    a group whose questions are not of one world, a half without every style or with fewer
+    than 12 unanswerable questions."""
     problems = []
     by_id = {source["id"]: source for source in sources}
     if len(by_id) != len(sources):
@@ -148,8 +149,10 @@ def check(sources: list[dict], questions: list[dict]) -> list[str]:
     for group, members in groups.items():
         if len({source["half"] for source in members}) > 1:
             problems.append(f"group {group} is in both halves")
+    worlds: dict[str, set] = defaultdict(set)
     for question in questions:
         name = question["id"]
+        worlds[question["group"]].add(question.get("world"))
         if question["answerable"] != bool(question["sources"]) or (
             question["answerable"] != bool(question["facts"])
         ):
@@ -171,6 +174,9 @@ def check(sources: list[dict], questions: list[dict]) -> list[str]:
             for source in groups.get(question["group"], []):
                 if word.lower() in f"{source['title']}. {source['text']}".lower():
                     problems.append(f"{name}: {word!r}, said to be absent, is in {source['id']}")
+    for group, found in worlds.items():
+        if len(found) != 1 or None in found:
+            problems.append(f"group {group}: its questions need one world")
     for half in HALVES:
         asked = [question for question in questions if question["half"] == half]
         missing = set(STYLES) - {question["style"] for question in asked}

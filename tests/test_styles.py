@@ -400,3 +400,123 @@ def test_a_line_without_a_verb_must_still_name_the_asked_role(attributor):
     question = "Who is the mayor of Penmorra?"
     checked = attributor.attribute(question, answered("The mayor is Jo Penrose [1].", [HARBOUR]))
     assert checked.abstained and checked.text == DECLINE, checked.text
+
+
+def test_the_option_a_sentence_picks_is_the_one_it_does_not_compare_with():
+    """What `bench.fit_selection` labels a choice's candidates by: the option a sentence picks
+    (the one before "than"), not any option it names."""
+    from mmrag.generation.verification.selection import picked
+
+    question = read_question("Which is older, the Wexley Mill or the Tanhouse Barn?")
+    mill, barn = question.choices
+    assert picked(question, "The Tanhouse Barn is older than the Wexley Mill.") == barn
+    assert picked(question, "The Wexley Mill, built in 1790, is the older of the two.") == mill
+    assert picked(question, "The Wexley Mill and the Tanhouse Barn are both of brick.") is None
+
+
+HOURS = Src(
+    "hours",
+    "text",
+    "Wrenfield Garden Centre - Ashby Road",
+    "Open: Mon-Sat 9am-5.30pm; Sun 10.30am-4pm. Café: last orders 4pm. Parking: free.",
+)
+FERRY = Src(
+    "ferry",
+    "text",
+    "Tarrow chain ferry - winter times",
+    "No crossings on Christmas Day. Round trip approx. 1 hr, with 20 min ashore at Tarrow Point. "
+    "Departs the slipway 10.15, 12.15 and 14.15.",
+)
+MOOR = Src(
+    "moor", "text", "Hesketh Moor - walks", "Moor path: 9 km, the whole way round. Dogs welcome."
+)
+LAKE = Src(
+    "lake",
+    "text",
+    "Hesketh Reservoir - facts and figures",
+    "Built: 1889-1894. Shore path: 6.4 km, the whole way round. Swimming: not permitted.",
+)
+SHOW = Src(
+    "show",
+    "text",
+    "'Our marrows are bigger than ever'",
+    "KESTLEY, 3 May - The Kestley Allotment Society has 60 plots. The society's marrow show "
+    "moved to the village hall in 2015. It is held on the first Saturday in September.",
+)
+REOPENED = Src(
+    "reopened",
+    "text",
+    "Kestley hall reopens after repairs",
+    "KESTLEY, 3 May - The village hall reopened on Saturday after a year of repairs. Its roof "
+    "was relaid in slate.",
+)
+TILLER = Src(
+    "tiller",
+    "text",
+    "Borrow T4 - specifications",
+    "Engine: 120 cc four-stroke. Working width: 40 cm. Warranty: 2 years.",
+)
+TILLER_PLUS = Src(
+    "tiller-plus",
+    "text",
+    "Borrow T4 Plus - specifications",
+    "Engine: 140 cc four-stroke. Working width: 45 cm. Warranty: 3 years.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "raw", "source", "says"),
+    [
+        (  # "9am-5.30pm" was one token and no number; "10.15" a decimal
+            "What time does the Wrenfield Garden Centre close on a Saturday?",
+            "The garden centre closes at 6pm [1].",
+            HOURS,
+            "9am-5.30pm",
+        ),
+        ("What time does the first Tarrow ferry leave?", "It leaves at 9:00 [1].", FERRY, "10.15"),
+        (  # the parser ended a sentence at "approx." and another at "hr"
+            "How long is the round trip on the Tarrow chain ferry in winter?",
+            "The round trip takes three hours [1].",
+            FERRY,
+            "1 hr, with 20 min ashore",
+        ),
+    ],
+    ids=["opening-hours", "dotted-clock", "abbreviation"],
+)
+def test_text_as_people_write_it_is_read(attributor, question, raw, source, says):
+    checked = attributor.attribute(question, answered(raw, [source]))
+    assert says in checked.text and not checked.abstained, checked.text
+    assert [c.source_id for c in checked.citations] == [source.id], checked.text
+
+
+def test_it_under_a_headline_is_the_thing_before_it():
+    """A news page's title is a headline, not the thing its "It" stands for: "It is held on
+    the first Saturday" is the marrow show's date, not the headline's."""
+    from mmrag.generation.verification.statements import statements
+
+    said = [statement.said for statement in statements([SHOW])]
+    assert "The society's marrow show is held on the first Saturday in September." in said, said
+    assert not any("bigger than ever' is held" in text for text in said), said
+    said = [statement.said for statement in statements([REOPENED])]  # not its dateline's place
+    assert "The village hall’s roof was relaid in slate." in said, said
+
+
+@pytest.mark.parametrize(
+    ("question", "sources", "says"),
+    [
+        (  # a letter left out of "reservoir": the moor's path matched as well before
+            "how far is the path round the resevoir at hesketh",
+            [MOOR, LAKE],
+            "6.4 km",
+        ),
+        (  # "Plus" is a name in the question and a conjunction to the tagger in the title
+            "How long is the warranty on a Borrow T4 Plus?",
+            [TILLER, TILLER_PLUS],
+            "3 years",
+        ),
+    ],
+    ids=["misspelt", "a-name-the-tagger-reads-as-a-word"],
+)
+def test_the_thing_asked_about_is_told_from_its_neighbour(attributor, question, sources, says):
+    checked = attributor.attribute(question, answered("It is 12 [1].", sources))
+    assert says in checked.text and not checked.abstained, checked.text

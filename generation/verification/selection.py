@@ -16,9 +16,11 @@ the one that names one of its options.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -161,6 +163,7 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     about = _about(statement)
     # "across" for "cross"; "the bridge" for the footbridge asked about
     held = _naming(with_synonyms(said.words | about) | states(reading), question.topic_head)
+    held |= _misspelt(asked.words - held, held)
     # A line with no verb (a label, a timetable row) cannot say the asked verb, nor another.
     verbless = not any(word.pos == "VERB" for word in reading.words)
     subject = _subject_words(question)
@@ -183,7 +186,7 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
         float(bool(of_topic) or chooses or untyped),
         float(names_kind),
         _share(subject, held),
-        _share(asked.names, held | read(statement.context).terms.words),
+        _share(asked.names, held | _every_word(statement.context)),
         _share(_roles(question) if verbless else question.relation, states(reading)),
         float(not facts or any(_by_the_asked_verb(question, reading, at) for at in facts)),
         _share(asked.words - _asking(question), held),
@@ -237,6 +240,26 @@ def _roles(question: Question) -> frozenset[str]:
     names ("Mayor: …" for "Who is the mayor …?"), not a verb it has no place for."""
     nouns = {STEM(w.lemma) for w in question.reading.words if w.pos in ("NOUN", "PROPN")}
     return question.relation & frozenset(nouns)
+
+
+def _every_word(text: str) -> frozenset[str]:
+    """A text's words and stems, whatever the tagger made of them: the "Plus" of "Corliss R3
+    Plus" is a name in a question and a conjunction in a spec sheet's title."""
+    reading = read(text)
+    spelt = {w.text.lower() for w in reading.words if w.text[:1].isalnum()}
+    return reading.terms.words | spelt | {STEM(word) for word in spelt}
+
+
+def _misspelt(wanted: frozenset[str], held: frozenset[str]) -> frozenset[str]:
+    """The question's words a statement says spelt otherwise: a casual "resevoir" is the
+    source's "reservoir" (a letter left out or doubled in a word of six or more; "steam" is
+    not "stream")."""
+    long = [word for word in held if len(word) >= 6]
+    return frozenset(
+        word
+        for word in wanted
+        if len(word) >= 6 and difflib.get_close_matches(word, long, n=1, cutoff=0.9)
+    )
 
 
 def _share(wanted: frozenset[str], held: frozenset[str]) -> float:
@@ -349,12 +372,24 @@ def _number_fits(word: Word, reading: Reading, question: Question, expects: set[
     if expects & {"date", "time"}:
         hour = word.number.isdigit() and int(word.number) <= 24 and before in ("at", "from")
         clock = ":" in word.number or hour or after in ("am", "pm", "a.m.", "p.m.", "o'clock")
+        clock = clock or _written_as_clock(word, before)
         return clock if expects == {"time"} else clock or year
     if "quantity" in expects:
         return dimension is not None
     if dimension in expects:  # "What oven temperature …?": "170°C"
         return True
     return "count" in expects and dimension is None and before not in CURRENCY
+
+
+# "9am", "4.30pm", and a timetable's "10.30": hours, a dot and minutes, no unit, no currency
+_CLOCK_WRITTEN = re.compile(r"(?:[01]?\d|2[0-4])(?:[.:][0-5]\d)?[ap]m|(?:[01]?\d|2[0-4])\.[0-5]\d")
+
+
+def _written_as_clock(word: Word, before: str) -> bool:
+    """A number written as a time of day where a time is asked ("10.30" is a decimal elsewhere)."""
+    return bool(_CLOCK_WRITTEN.fullmatch(word.text.lower())) and not (
+        word.unit or before in CURRENCY
+    )
 
 
 def _attribute_of_topic(question: Question, reading: Reading, word: Word) -> bool:
@@ -496,12 +531,18 @@ def gives_what_is_asked(question: Question, text: str) -> bool:
 
 
 def picks_one(question: Question, text: str) -> bool:
-    """Whether a text names one of a choice's options and not the others, the one it
-    compares with ("more arches than the Kell Bridge") not counted as named."""
+    """Whether a text names one of a choice's options and not the others."""
+    return picked(question, text) is not None
+
+
+def picked(question: Question, text: str) -> frozenset[str] | None:
+    """The one choice option a text names, the one it compares with ("more arches than the
+    Kell Bridge") not counted as named; None where it names none or several."""
     reading = read(text)
     than = next((w for w in reading.words if w.lemma == "than"), None)
     said = reading.terms.words if than is None else read(text[: than.start]).terms.words
-    return sum(option <= said for option in question.choices) == 1
+    named = [option for option in question.choices if option <= said]
+    return named[0] if len(named) == 1 else None
 
 
 def verdict(question: Question, sentence: str, context: str = "") -> Verdict | None:

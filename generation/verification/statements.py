@@ -75,6 +75,11 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
     if title and f"the {title}".lower() in source.text.lower():  # "the Dunmore Harbor Festival"
         title = f"The {title}"
     person = ""  # the person a "he" or "she" stands for: the last one named
+    # An "it" stands for the title's thing where the title names one; under a headline ("Lorry
+    # damages Market Cross", "'The waiting list is longer than the rows'") for the thing the
+    # sentence before was about.
+    headline = not _names_a_thing(title)
+    subject = ""
     quotes = _quotes(source.text)
     for position, (text, where) in enumerate(_parts(source)):
         pronoun = _opening_pronoun(text)
@@ -94,11 +99,39 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
             about = f"{title}. {source.text}"
         if pronoun in THING_PRONOUNS and pronoun in PERSON_PRONOUNS and person:
             about = title  # "they": the thing, unless only a person was named
+        if pronoun in THING_PRONOUNS and about == title and headline and subject:
+            about = subject
         named = _named(text, about, pronoun)
         said = full_sentence(named, source, where, title)
         if said is not None:
             yield Statement(number, source, text, about or title, where, position, said, named)
         person = people[-1] if people else person
+        subject = _subject_phrase(read(DATELINE.sub("", named))) or subject
+
+
+# A news report's opening place and date ("KESTLEY, 3 May - "), which the parser takes for
+# the sentence's subject.
+DATELINE = re.compile(r"^[A-Z][A-Z .'’-]+, [^-–—]{1,24} [-–—] ")
+
+
+def _names_a_thing(title: str) -> bool:
+    """Whether a title is a name ("Gull Ness lighthouse", "Brindle K2: user guide"), not a
+    headline or a quotation that says something."""
+    words = read(title).words
+    return (
+        bool(words)
+        and title[:1] not in "'‘\"“"
+        and not any(w.pos in ("VERB", "AUX") and w.tag != "VBN" for w in words)
+    )
+
+
+def _subject_phrase(reading: Reading) -> str:
+    """The noun phrase a sentence is about (its main subject), if not a pronoun."""
+    for phrase in reading.phrases:
+        head = reading.words[phrase.head]
+        if head.dep in ("nsubj", "nsubjpass") and reading.words[head.head].dep == "ROOT":
+            return "" if head.pos == "PRON" else phrase.text
+    return ""
 
 
 def _quotes(text: str) -> bool:
