@@ -52,7 +52,7 @@ _SPELLING = ((re.compile(r"(?<=\w{3})our$"), "or"), (re.compile(r"(?<=\w{2})tre$
 _NUMERIC = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
 _DECADE = re.compile(r"^1\d{2}0s$|^20\d0s$")
 _CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
-_AM_PM = re.compile(r"(?<=\d)[ap]m$", re.IGNORECASE)  # "9am", "4.30pm": the number "5 pm" gives
+_AM_PM = re.compile(r"(?<=\d)[ap]m$", re.IGNORECASE)  # "9am" is 9, as "9 am" is
 
 
 def spelling(word: str) -> str:

@@ -242,9 +242,11 @@ def _roles(question: Question) -> frozenset[str]:
     return question.relation & frozenset(nouns)
 
 
+@functools.lru_cache(maxsize=16)  # a pool's sources, not more: a page's words are many
 def _every_word(text: str) -> frozenset[str]:
     """A text's words and stems, whatever the tagger made of them: the "Plus" of "Corliss R3
-    Plus" is a name in a question and a conjunction in a spec sheet's title."""
+    Plus" is a name in a question and a conjunction in a spec sheet's title. Cached: every
+    statement of a source asks it of the same whole text."""
     reading = read(text)
     spelt = {w.text.lower() for w in reading.words if w.text[:1].isalnum()}
     return reading.terms.words | spelt | {STEM(word) for word in spelt}
@@ -370,9 +372,7 @@ def _number_fits(word: Word, reading: Reading, question: Question, expects: set[
     if "money" in expects:
         return before in CURRENCY or after in CURRENCY
     if expects & {"date", "time"}:
-        hour = word.number.isdigit() and int(word.number) <= 24 and before in ("at", "from")
-        clock = ":" in word.number or hour or after in ("am", "pm", "a.m.", "p.m.", "o'clock")
-        clock = clock or _written_as_clock(word, before)
+        clock = _clock(word, before, after)
         return clock if expects == {"time"} else clock or year
     if "quantity" in expects:
         return dimension is not None
@@ -385,11 +385,14 @@ def _number_fits(word: Word, reading: Reading, question: Question, expects: set[
 _CLOCK_WRITTEN = re.compile(r"(?:[01]?\d|2[0-4])(?:[.:][0-5]\d)?[ap]m|(?:[01]?\d|2[0-4])\.[0-5]\d")
 
 
-def _written_as_clock(word: Word, before: str) -> bool:
-    """A number written as a time of day where a time is asked ("10.30" is a decimal elsewhere)."""
-    return bool(_CLOCK_WRITTEN.fullmatch(word.text.lower())) and not (
-        word.unit or before in CURRENCY
-    )
+def _clock(word: Word, before: str, after: str) -> bool:
+    """A number that is a time of day where a time is asked: "06:50", "at 9", "9 a.m.", "9am",
+    a timetable's "10.30" ("10.30" is a decimal elsewhere)."""
+    hour = word.number.isdigit() and int(word.number) <= 24 and before in ("at", "from")
+    if ":" in word.number or hour or after in ("am", "pm", "a.m.", "p.m.", "o'clock"):
+        return True
+    written = _CLOCK_WRITTEN.fullmatch(word.text.lower())
+    return bool(written) and not (word.unit or before in CURRENCY)
 
 
 def _attribute_of_topic(question: Question, reading: Reading, word: Word) -> bool:

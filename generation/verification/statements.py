@@ -106,7 +106,8 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
         if said is not None:
             yield Statement(number, source, text, about or title, where, position, said, named)
         person = people[-1] if people else person
-        subject = _subject_phrase(read(DATELINE.sub("", named))) or subject
+        if headline:  # the thing an "it" after this sentence stands for
+            subject = _subject_phrase(read(DATELINE.sub("", named))) or subject
 
 
 # A news report's opening place and date ("KESTLEY, 3 May - "), which the parser takes for
