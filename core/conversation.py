@@ -342,9 +342,9 @@ def _without_opening(reading: Reading) -> str:
 
 def _naming(reading: Reading, topic: Topic) -> str | None:
     """The question with a bare "the park" naming the topic where the topic is a park ("How
-    big is the park?" after Kell Park asks how big Kell Park is, not "the park of Kell
+    big is the park?" after Wexley Park asks how big Wexley Park is, not "the park of Wexley
     Park"), and a bare "the province" after "of" or before "'s" naming the topic's place ("the
-    capital of the province" after the flag of Sarnia is Sarnia's capital)."""
+    capital of the province" after the flag of Ostrava is Ostrava's capital)."""
     kinds = {w.lemma for w in read(topic.phrase).words if w.pos in ("NOUN", "PROPN")}
     for word in reading.words:
         if word.text.lower() not in ("the", "that", "this") or word.dep != "det":

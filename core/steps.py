@@ -35,7 +35,7 @@ class StepContext:
     image: AttachedImage | None  # the user's photo, source [1], if one came with the question
     abstain: bool  # decline what no source supports (else keep it, uncited)
     # Retrieved sources not selected, best first: where a source's own sentence may still
-    # answer what the selected ones do not (Kell Bridge's river, one snippet down).
+    # answer what the selected ones do not (a bridge's river, one snippet down).
     runners_up: tuple[SourceLike, ...] = ()
 
 

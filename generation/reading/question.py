@@ -415,7 +415,7 @@ def _about(reading: Reading) -> Word | None:
 
 
 def _looks(reading: Reading) -> Word | None:
-    """The thing of "What does the Kell Bridge look like?", a request to describe it."""
+    """The thing of "What does the Wexley Bridge look like?", a request to describe it."""
     for word in reading.words:
         if word.lemma == "look" and any(c.text.lower() == "like" for c in reading.children(word.i)):
             return next((c for c in reading.children(word.i) if c.dep in SUBJECTS), None)

@@ -478,7 +478,7 @@ class _Alignment:
 
 class Link(NamedTuple):
     """How two words of a claim are joined: whether a verb or an adjective says how they are
-    related, and whether a comparison does ("more arches than the Kell Bridge"), which may
+    related, and whether a comparison does ("more arches than the Wexley Bridge"), which may
     join what two sources say."""
 
     predicate: bool

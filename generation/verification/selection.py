@@ -540,7 +540,7 @@ def picks_one(question: Question, text: str) -> bool:
 
 def picked(question: Question, text: str) -> frozenset[str] | None:
     """The one choice option a text names, the one it compares with ("more arches than the
-    Kell Bridge") not counted as named; None where it names none or several."""
+    Wexley Bridge") not counted as named; None where it names none or several."""
     reading = read(text)
     than = next((w for w in reading.words if w.lemma == "than"), None)
     said = reading.terms.words if than is None else read(text[: than.start]).terms.words
