@@ -6,12 +6,13 @@ Every question of the development sets is asked of its index as the pipeline ask
 retrieved sources, the selected ones and the runners-up, are the pool, and every statement of
 the pool is a candidate with its `features`. A candidate is right when its source is one of
 the question's gold sources and it states every gold fact (a yes/no question's: gives the gold
-verdict; a choice's: picks the option its gold answer picks, not the one compared with). The
-model is a conditional logit over the features (log-scaled, as `selection.Model` reads them),
-fitted on each question's choice among its candidates and declining, so a question is
-declined where no candidate scores above declining; its regularisation and the weight of
-declining are chosen by the question-level accuracy on each world of questions when the fit
-has not seen it (the sample's, and each world of the styles corpus), averaged.
+verdict, or gives none and states the facts; a choice's: picks the option its gold answer
+picks, not the one compared with). The model is a conditional logit over the features
+(log-scaled, as `selection.Model` reads them), fitted on each question's choice among its
+candidates and declining, so a question is declined where no candidate scores above
+declining; its regularisation and the weight of declining are chosen by the question-level
+accuracy on each world of questions when the fit has not seen it (the sample's, and each
+world of the styles corpus), averaged.
 `--candidates FILE` keeps the candidates' features, for refitting without asking.
 
 Development sets (never the held-out ones):
@@ -112,7 +113,8 @@ def right(asked: Asked, question: Question, statement: Statement) -> bool:
     if question.kind == "yes_no":
         found = selection.verdict(question, statement.text, statement.context)
         gold = asked.answer.lower().split(maxsplit=1)[:1] or [None]
-        return found is not None and gold[0] in (None, f"{found},", found)
+        if found is not None:
+            return gold[0] in (None, f"{found},", found)
     if question.kind == "choice" and asked.answer:
         gold = selection.picked(question, asked.answer)
         return gold is not None and selection.picked(question, statement.text) == gold

@@ -1,7 +1,7 @@
 """A conversation's latest turn as a standalone question, for retrieval, selection and checking.
 
-"How many windows does it have on the upper floor?" after a question about the Harbor Inn is a
-question about the Harbor Inn; answered alone, it retrieved the Heron Lodge's windows and cited
+"How many windows does it have on the upper floor?" after a question about the Wherry Inn is a
+question about the Wherry Inn; answered alone, it retrieved the Curlew Lodge's windows and cited
 them. Every later stage needs the question a reader of the whole conversation would ask, so a
 follow-up is resolved once, before retrieval, and the resolved question is returned with the
 answer.
@@ -12,8 +12,8 @@ Two resolvers, chosen by the `rewrite` setting:
   (spaCy's parts of speech, parse and entities), so a request's verb ("Tell me about",
   "Describe", "Show me"), a "Please", an "I'm …" or a "Thanks!" is never taken for a name. The
   topic is what a reader would carry: what an open request asks about, with its attachments
-  ("the tram of Oldenport"); else the first thing the turn names ("the Harbor Inn", not the
-  door of it; "the lighthouse of Dunmore" where the name is a bare place); else, when the
+  ("the tram of Brackwater"); else the first thing the turn names ("the Wherry Inn", not the
+  door of it; "the lighthouse of Wetherley" where the name is a bare place); else, when the
   question named nothing, what the answer named. It is carried into a follow-up that refers
   back ("it", "its", "they", "them", "their", a closing "there" for the place, "the same"),
   that continues ("And the roof?"), or that names nothing ("How many windows are on the upper
@@ -67,8 +67,8 @@ _PLACE_KINDS = frozenset({"town", "city", "village", "province", "country", "reg
 
 @dataclass(frozen=True)
 class Topic:
-    """What a follow-up refers back to ("the lighthouse of Dunmore"), and the place it names
-    for a closing "there" ("Dunmore")."""
+    """What a follow-up refers back to ("the lighthouse of Wetherley"), and the place it names
+    for a closing "there" ("Wetherley")."""
 
     phrase: str
     place: str
@@ -79,21 +79,21 @@ def _names(reading: Reading) -> list[tuple[int, int]]:
 
 
 def named_things(text: str) -> list[str]:
-    """Names in the order they appear, each as written with its article ("the Harbor Inn",
-    "Dunmore", "St. Brigid's Church")."""
+    """Names in the order they appear, each as written with its article ("the Wherry Inn",
+    "Wetherley", "St. Wenna's Church")."""
     reading = read(text)
     return [reading.span_text(start, end) for start, end in _names(reading)]
 
 
 def _lower(phrase: str) -> str:
-    """Inside a sentence: "The Harbor Inn" -> "the Harbor Inn"."""
+    """Inside a sentence: "The Wherry Inn" -> "the Wherry Inn"."""
     return "the" + phrase[3:] if phrase.startswith("The ") else phrase
 
 
 def topic_of(text: str) -> Topic | None:
     """What a turn is about, as a reader would carry it: an open request's topic with its
     attachments, else the first name it gives (with the thing it names, where it is a bare
-    place: "the lighthouse of Dunmore"), else nothing."""
+    place: "the lighthouse of Wetherley"), else nothing."""
     reading = read(text)
     names = _names(reading)
     place = reading.span_text(*names[-1]) if names else ""
@@ -108,8 +108,8 @@ def topic_of(text: str) -> Topic | None:
     owner = reading.words[first.head] if first.dep == "pobj" else None
     if first.text.lower() != "the" and owner is not None and owner.text.lower() == "of":
         thing = reading.words[owner.head]
-        asked_for = thing.dep == "attr"  # "What is the capital of Brevanne?": the unknown
-        if thing.pos == "NOUN" and not asked_for:  # "the lighthouse of Dunmore": a thing of it
+        asked_for = thing.dep == "attr"  # "What is the capital of Ostravel?": the unknown
+        if thing.pos == "NOUN" and not asked_for:  # "the lighthouse of Wetherley": a thing of it
             begin = min((w.i for w in reading.children(thing.i) if w.dep == "det"), default=thing.i)
             return Topic(_lower(reading.span_text(begin, end)), reading.span_text(start, end))
     name = reading.span_text(start, end)
@@ -128,7 +128,7 @@ def _question(text: str) -> tuple[str, str]:
 
 def _definite(reading: Reading) -> tuple[Word, Word] | None:
     """A question's first "the …" noun phrase: its "the" and its head ("door" in "the door of
-    the Harbor Inn")."""
+    the Wherry Inn")."""
     for word in reading.words:
         if word.text.lower() == "the" and word.dep == "det" and word.head > word.i:
             return word, reading.words[word.head]
@@ -137,13 +137,13 @@ def _definite(reading: Reading) -> tuple[Word, Word] | None:
 
 def _definite_phrase(reading: Reading) -> tuple[int, int] | None:
     """Where the first "the …" noun phrase of a question stands, in characters ("the door"
-    of "the door of the Harbor Inn")."""
+    of "the door of the Wherry Inn")."""
     found = _definite(reading)
     return None if found is None else (found[0].start, found[1].end)
 
 
 def _with_topic(question: str, topic: str) -> str:
-    """A question that leaves its subject out, made to name it: "of the Harbor Inn" after its
+    """A question that leaves its subject out, made to name it: "of the Wherry Inn" after its
     first definite noun phrase, else after the whole question."""
     phrase = _definite_phrase(read(question))
     if phrase is None:
@@ -198,7 +198,7 @@ class RuleResolver:
                 previous = self._rewrite(turn.content, topic, previous, answers)
                 found = topic_of(previous) or topic_of(turn.content)
                 topic = found or topic
-                # "Which inn in Greywick has a purple door?" asks for a thing the answer names.
+                # "Which inn in Trevellow has a purple door?" asks for a thing the answer names.
                 asked_names = found is not None and not _asks_which(read(previous))
                 own = _question(turn.content)[1]
                 asked = None if topic_of(own) else _thing_asked(own)
@@ -208,8 +208,8 @@ class RuleResolver:
                 if not asked_names and named:
                     topic = _placed(named, topic)  # the answer named what the question did not
                 elif asked and (thing := _named_thing(answers[0], asked)):
-                    # "I'm visiting Alder Vale. When is the spring fair held?": its answer
-                    # names the Alder Vale Spring Fair, and "its highlights" are the fair's.
+                    # "I'm visiting Quenby Vale. When is the spring fair held?": its answer
+                    # names the Quenby Vale Spring Fair, and "its highlights" are the fair's.
                     topic = Topic(thing, topic.place if topic else thing)
         return self._rewrite(question, topic, previous, answers)
 
@@ -222,7 +222,7 @@ class RuleResolver:
     ) -> str:
         opening, question = _question(turn)
         if opening and (named := topic_of(opening)):
-            topic = named  # "I'm visiting Dunmore. How many arches does it have?"
+            topic = named  # "I'm visiting Wetherley. How many arches does it have?"
         if topic is None:
             return turn
         resolved = self._resolved(question, topic, previous, answers)
@@ -236,7 +236,7 @@ class RuleResolver:
             return question  # a thing of its own, named before anything refers back
         pointed = next(filter(None, (_pointed(reading, answered) for answered in answers)), None)
         if pointed is not None:
-            return pointed  # "How long is that river?" after an answer naming the River Alder
+            return pointed  # "How long is that river?" after an answer naming the River Lowan
         asked = _without_opening(reading)
         if asked != question:  # "Great, and what is the shop known for?": the question in it
             reading, question = read(asked), asked
@@ -266,8 +266,8 @@ class RuleResolver:
 
     @staticmethod
     def _substitute(reading: Reading, topic: Topic) -> str:
-        """Back references replaced by the topic: "it" by "the Harbor Inn", "its" by "the
-        Harbor Inn's", a closing "there" by "in Dunmore" ("at the Harbor Inn"); "the same" gets
+        """Back references replaced by the topic: "it" by "the Wherry Inn", "its" by "the
+        Wherry Inn's", a closing "there" by "in Wetherley" ("at the Wherry Inn"); "the same" gets
         the topic beside it."""
         text, edits = reading.text, []
         for word in reading.words:
@@ -303,9 +303,9 @@ class RuleResolver:
 
     @staticmethod
     def _continue(thing: str, previous: str, topic: str) -> str:
-        """ "And the roof?" after "What color is the door of the Harbor Inn?": the earlier
+        """ "And the roof?" after "What color is the door of the Wherry Inn?": the earlier
         question, asked of the new thing in place of the thing it asked of ("What colour is
-        the Maribel's sail?" then "And the hull?" asks of the Maribel's hull)."""
+        the Tamsin's sail?" then "And the hull?" asks of the Tamsin's hull)."""
         reading = read(previous)
         asked = _asked_thing(reading)
         new = re.sub(r"^(?:the|a|an)\s+", "", thing, flags=re.IGNORECASE)
@@ -316,7 +316,7 @@ class RuleResolver:
 
 def _asked_thing(reading: Reading) -> Word | None:
     """The noun a question asks of: the first common noun that is no name's part and no
-    kind of fact ("door" in "What color is the door of the Harbor Inn?")."""
+    kind of fact ("door" in "What color is the door of the Wherry Inn?")."""
     for word in reading.words:
         if word.pos != "NOUN" or word.lemma in ATTRIBUTE_NOUNS or word.dep in ("compound",):
             continue
@@ -350,7 +350,7 @@ def _naming(reading: Reading, topic: Topic) -> str | None:
         if word.text.lower() not in ("the", "that", "this") or word.dep != "det":
             continue
         head = reading.words[word.head]
-        # "the post office" of the Greywick Post Office: its compound words are the topic's too
+        # "the post office" of the Trevellow Post Office: its compound words are the topic's too
         said = [  # what names it, not what is said of it ("known for …")
             c for c in reading.children(head.i) if c.dep not in ("det", "case", "acl", "relcl")
         ]
@@ -364,7 +364,7 @@ def _naming(reading: Reading, topic: Topic) -> str | None:
         if head.lemma in kinds:
             named = topic.phrase
         elif topic.place != topic.phrase and (attached or head.lemma in _PLACE_KINDS):
-            named = topic.place  # "When was the town granted a market charter?": Greywick
+            named = topic.place  # "When was the town granted a market charter?": Trevellow
         else:
             continue
         return reading.text[: word.start] + named + reading.text[head.end :]
@@ -379,7 +379,7 @@ def _thing_asked(question: str) -> str | None:
 
 
 def _named_thing(answered: str, head: str) -> str | None:
-    """The name an answer gives a thing of the asked kind ("The Alder Vale Spring Fair" for
+    """The name an answer gives a thing of the asked kind ("The Quenby Vale Spring Fair" for
     "fair"), with its article inside a sentence."""
     reading = read(answered)
     for start, end in _names(reading):
@@ -390,7 +390,7 @@ def _named_thing(answered: str, head: str) -> str | None:
 
 def _placed(named: Topic, before: Topic | None) -> Topic:
     """A thing the answer named, keeping the place the conversation was in when the answer
-    names none of its own: "Which river flows through the town?" asked in Greywick."""
+    names none of its own: "Which river flows through the town?" asked in Trevellow."""
     if before is None or named.place != named.phrase:
         return named
     return Topic(named.phrase, before.place)

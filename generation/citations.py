@@ -171,7 +171,7 @@ def cite_sentence(sentence: str, markers: Sequence[int]) -> str:
 MAX_CONSTRAINED_SOURCES = 9  # markers are one digit in the grammar
 
 
-# Words whose period ends no sentence ("St. Brigid", "J. K. Rowling"): the grammar lets a period
+# Words whose period ends no sentence ("St. Wenna", "J. K. Rowling"): the grammar lets a period
 # follow them, with a space, inside the sentence.
 _GRAMMAR_ABBREVIATIONS = ("St", "Mt", "Dr", "Mr", "Mrs", "Ms", "Jr", "Sr", "Ft", "Prof", "Rev")
 
@@ -183,7 +183,7 @@ class CitationFormat:
     citations instead of leaving them to be guessed.
 
     Inside the sentence a period must be part of a number or an abbreviation ("3.5", "U.S",
-    "St. Brigid"); at its end it may come before the markers, and then the model, unable to
+    "St. Wenna"); at its end it may come before the markers, and then the model, unable to
     stop, goes on with " [n]." (the markers are moved before the full stop afterwards). A
     grammar without that final period let SmolLM2 wander into ".1.1.1..." instead of citing.
     The sentence has at least three words, one space apart (so that the grammar is unambiguous,

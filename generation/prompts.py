@@ -121,8 +121,8 @@ def _content(parts: list[str | dict]) -> str | list[dict]:
 
 
 OCR_LABEL = "Text in the image:"
-# The opening of a `describe` line, as a small model copies it into its answer ("Lanterns at
-# the Greywick Lantern Night (image caption): Four yellow paper lanterns ...").
+# The opening of a `describe` line, as a small model copies it into its answer ("Lamps at
+# the Trevellow Candle Fair (image caption): Four yellow paper lamps ...").
 _DESCRIBED = re.compile(
     rf"^\s*(?:[^()\n]{{0,{MAX_TITLE_CHARS}}}\((?:image caption|text)\):\s*)?(?:{OCR_LABEL}\s*)?",
     re.IGNORECASE,

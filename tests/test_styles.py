@@ -520,3 +520,140 @@ def test_it_under_a_headline_is_the_thing_before_it():
 def test_the_thing_asked_about_is_told_from_its_neighbour(attributor, question, sources, says):
     checked = attributor.attribute(question, answered("It is 12 [1].", sources))
     assert says in checked.text and not checked.abstained, checked.text
+
+
+FERRY_FARES = Src(
+    "ferry-fares",
+    "text",
+    "Penhallow ferry: fares",
+    "Adults £4 return. Bicycles £2. Dogs £1 each way.",
+)
+TEA_ROOM = Src(
+    "tea-room",
+    "text",
+    "Brindle Mill tea room",
+    "Open daily, 10:00-17:00, Easter to October only. Cash or card.",
+)
+AT_A_GLANCE = Src(
+    "glance",
+    "text",
+    "Porthcarrow at a glance",
+    "Harbour: drying, 40 moorings. Lifeboat: none since 1961.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "raw", "source", "says"),
+    [
+        (  # declined before: no sentence says "free", so none gave a verdict
+            "Do dogs ride free on the Penhallow ferry?",
+            "Yes, dogs ride free [1].",
+            FERRY_FARES,
+            "Dogs £1 each way",
+        ),
+        (  # shown before: every word of "Porthcarrow has a lifeboat" is in the source
+            "Does Porthcarrow have a lifeboat?",
+            "Yes, Porthcarrow has a lifeboat [1].",
+            AT_A_GLANCE,
+            "Lifeboat: none since 1961",
+        ),
+        (  # "Yes" before: it says "open", and one word of a long question could be missing
+            "Is Brindle Mill's tea room open in winter?",
+            "Yes, it is open in winter [1].",
+            TEA_ROOM,
+            "Easter to October only",
+        ),
+    ],
+    ids=["no-sentence-says-yes-or-no", "a-yes-no-source-gives", "said-of-another-season"],
+)
+def test_a_yes_no_question_no_source_settles_is_answered_by_what_it_says(
+    attributor, question, raw, source, says
+):
+    """A yes or a no is said only where a source says it; where none does, the sentence that
+    speaks to the question is quoted as it is, for the reader to judge."""
+    checked = attributor.attribute(question, answered(raw, [source]))
+    assert says in checked.text and not checked.abstained, checked.text
+    assert not checked.text.startswith(("Yes", "No")), checked.text
+    assert [c.source_id for c in checked.citations] == [source.id], checked.text
+
+
+RAINY_DAY = Src(
+    "rainy-day",
+    "text",
+    "Wetherley: five things to do when it rains",
+    "Brindle Mill tour - 50 minutes, booking needed. Wetherley Lido - heated to 28°C, "
+    "lanes till noon.",
+)
+MOORINGS = Src(
+    "moorings",
+    "text",
+    "Porthcarrow harbour",
+    "Three moored dinghies and a crabber sit in Porthcarrow harbour at low tide.",
+)
+
+
+def test_a_fact_on_its_things_noun_is_said_of_that_thing():
+    """The parser hangs "booking needed" on the line, so "booking" was the subject the tour's
+    50 minutes were said of; the minutes hang on "Brindle Mill tour" itself. The Lido's 28°C
+    is said of the Lido, not the tour."""
+    from mmrag.generation.verification.selection import FEATURES, features
+    from mmrag.generation.verification.statements import statements
+
+    of_topic = FEATURES.index("type_of_topic")
+    question = read_question("How long is the Brindle Mill tour?")
+    found = {s.text: features(question, s)[of_topic] for s in statements([RAINY_DAY])}
+    assert found["Brindle Mill tour - 50 minutes, booking needed."] == 1.0, found
+    question = read_question("How warm is the Brindle Mill pool?")
+    found = {s.text: features(question, s)[of_topic] for s in statements([RAINY_DAY])}
+    assert found["Wetherley Lido - heated to 28°C, lanes till noon."] == 0.0, found
+
+
+def test_a_participle_says_its_verb_of_its_noun(attributor):
+    """ "Three moored dinghies" says the dinghies are moored: it was read as naming a kind."""
+    question = "How many dinghies are moored in Porthcarrow harbour?"
+    checked = attributor.attribute(question, answered("There are 5 dinghies [1].", [MOORINGS]))
+    assert "Three moored dinghies" in checked.text and not checked.abstained, checked.text
+    assert [c.source_id for c in checked.citations] == ["moorings"], checked.text
+
+
+LIGHTHOUSE = Src(
+    "penmoor-light",
+    "image",
+    "Penmoor light",
+    "A white lighthouse with two black bands on the cliff",
+)
+APP_FAQ = Src(
+    "app-faq",
+    "text",
+    "Reedbook app: questions and answers",
+    "Is there a dark mode? Yes: it follows your phone's setting. Can I renew an ebook? Only "
+    "audiobooks can be renewed.",
+)
+
+
+def test_an_open_request_needs_no_word_of_its_asking():
+    """ "What does … look like?" asks for the look of its thing: a caption that never says
+    "look" answers it (it scored as saying none of the question's words)."""
+    from mmrag.generation.verification.selection import choose
+
+    question = read_question("What does the Penmoor lighthouse look like?")
+    found = choose(question, [LIGHTHOUSE])
+    assert found is not None and "two black bands" in found.said, found
+
+
+def test_a_question_in_a_source_is_no_statement():
+    """A FAQ's "Is there a dark mode?" asks; it was quoted as an answer ("Yes, is there a dark
+    mode?"). Its answer after it is a statement."""
+    from mmrag.generation.verification.statements import statements
+
+    said = [statement.text for statement in statements([APP_FAQ])]
+    assert not any(text.endswith("?") for text in said), said
+    assert "Only audiobooks can be renewed." in said, said
+
+
+def test_a_yes_no_question_nothing_speaks_to_is_declined(attributor):
+    """The tea room's page says when it opens and how to pay, nothing of bookings: no line of
+    it is quoted as if it answered."""
+    question = "Does the Brindle Mill tea room take bookings?"
+    checked = attributor.attribute(question, answered("Yes, it takes bookings [1].", [TEA_ROOM]))
+    assert checked.abstained and checked.text == DECLINE, checked.text

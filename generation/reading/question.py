@@ -103,7 +103,7 @@ class Question:
 
     @functools.cached_property
     def squeezed(self) -> str:
-        """Its letters and digits run together, lower-cased: a sign's "LITTLEWREN" is in it."""
+        """Its letters and digits run together, lower-cased: a sign's "LITTLEBITTERN" is in it."""
         return "".join(ch for ch in self.text.lower() if ch.isalnum())
 
     @property
@@ -275,7 +275,7 @@ def _compared(reading: Reading) -> tuple[str, str] | None:
 
 
 def _choices(reading: Reading) -> tuple[frozenset[str], ...]:
-    """The things a choice offers ("…, the Anchor Hotel or the granary?"), as the stems of
+    """The things a choice offers ("…, the Compass Hotel or the granary?"), as the stems of
     their content words: the phrases "or" joins, else the names it lists, else the attributes
     ("red or blue"); none for other questions."""
     joins = [word for word in reading.words if word.text.lower() == "or" and word.dep == "cc"]
@@ -311,7 +311,7 @@ def _offered(word: Word) -> bool:
 
 
 def _topic(reading: Reading, wh: Word | None, kind: Kind) -> str:
-    """What the question asks about, as written: an open request's thing ("the Harbor Inn"),
+    """What the question asks about, as written: an open request's thing ("the Wherry Inn"),
     else the noun phrase that is its subject or object and not the wh-phrase or the kind
     asked for, with its "of …" attachments ("the pulpit of St Ives chapel")."""
     if kind == "open":
@@ -334,7 +334,7 @@ def _topic(reading: Reading, wh: Word | None, kind: Kind) -> str:
         return reading.text
     order = {"nsubj": 0, "nsubjpass": 0, "dobj": 1, "attr": 2, "pobj": 3}
     best = min(phrases, key=lambda p: (order.get(reading.words[p.head].dep, 4), p.start))
-    end = best.end  # with what is attached to it: "the lanterns at the Lantern Night"
+    end = best.end  # with what is attached to it: "the lamps at the Candle Fair"
     for prep in reading.children(best.head):
         if prep.dep == "prep" and prep.i == end:
             end = reading.subtree(prep.i)[-1].i + 1
@@ -345,7 +345,7 @@ def _relation(reading: Reading, after: int, kind: Kind, expects: frozenset[str])
     """What a typed question asks of its thing: the stems of its verbs after the opening
     ("owns", "designed", "carved"), and the role a "who is" question names ("Who is the priest
     …?"). The answer type alone (any person, any number) says nothing of it, so an answer must
-    state it: Tomas Mallory who built the inn does not answer "Who owns the inn?". Open
+    state it: Jowan Tallack who built the inn does not answer "Who owns the inn?". Open
     requests, yes/no questions and choices have none."""
     if kind in ("open", "yes_no", "choice") or after == 0:
         return frozenset()
@@ -424,7 +424,7 @@ def _looks(reading: Reading) -> Word | None:
 
 def _as_request(question: str) -> Reading:
     """The reading in which a request is seen: spaCy's small model takes a capitalised verb
-    that opens a line of names for one more name ("Describe Kestrel Point Lighthouse"), so
+    that opens a line of names for one more name ("Describe Tregarrick Point Lighthouse"), so
     a question with no request is read again with its first letter in lower case."""
     reading = read(question)
     opening = reading.words[0] if reading.words else None
@@ -450,8 +450,8 @@ def _objects(reading: Reading, word: Word) -> list[Word]:
 
 
 def _open_topic(reading: Reading) -> str:
-    """What an open request asks about ("the Harbor Inn"), or the whole question; "some facts
-    about the Aldric Tower" is about the Aldric Tower."""
+    """What an open request asks about ("the Wherry Inn"), or the whole question; "some facts
+    about the Morwen Tower" is about the Morwen Tower."""
     about, request = _about(reading), _request(reading)
     heads = _objects(reading, about) if about else []
     if not heads and (looked := _looks(reading)) is not None:
@@ -467,7 +467,7 @@ def _open_topic(reading: Reading) -> str:
         head = _objects(reading, inner[0])[0]
     words = reading.subtree(head.i)
     # The tagger may hang a place on the request, not on its thing: "Describe [the pond] [in
-    # Queen Maud Gardens]" asks about the pond in Queen Maud Gardens.
+    # Queen Adela Gardens]" asks about the pond in Queen Adela Gardens.
     hung = [] if request is None else reading.children(request.i)
     for prep in hung:
         if prep.dep == "prep" and prep.i == words[-1].i + 1 and prep.text.lower() != "about":

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 from mmrag.generation.reading.words import ATTRIBUTE_KIND, ATTRIBUTES, DIMENSIONS, FRAMING, UNITS
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
-# Words inside one name between its proper nouns: "Chapel of St. Aidan", "St. Brigid's Church".
+# Words inside one name between its proper nouns: "Chapel of St. Elowen", "St. Wenna's Church".
 NAME_JOINERS = frozenset({"of", "upon", "de", "la", "'s", "’s", "&"})
 SUBJECTS = frozenset({"nsubj", "nsubjpass"})
 
@@ -128,7 +128,7 @@ class Word:
 @dataclass(frozen=True)
 class Phrase:
     """A noun phrase: its words [start, end), its head, and the noun phrases attached to it by
-    "of" ("the tram of Oldenport", "the highest of its three cones")."""
+    "of" ("the tram of Brackwater", "the highest of its three cones")."""
 
     start: int
     end: int
@@ -228,8 +228,8 @@ class Reading:
         return found
 
     def finite(self, *, past: bool = True) -> bool:
-        """Whether it holds a finite verb: a sentence, not a fragment ("The Aldric Tower in
-        Dunmore."). Without `past`, a verb in the simple past does not count unless an
+        """Whether it holds a finite verb: a sentence, not a fragment ("The Morwen Tower in
+        Wetherley."). Without `past`, a verb in the simple past does not count unless an
         auxiliary comes with it: in a caption, "A wooden door painted blue" is a noun phrase
         (the tagger reads "painted" both ways)."""
         tags = ("VBD", "VBP", "VBZ", "MD") if past else ("VBP", "VBZ", "MD")
@@ -240,14 +240,14 @@ class Reading:
 
     def name_spans(self, *, outside: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
         """Where each name stands, in words [start, end): runs of proper nouns (and the words
-        that join them in one name: "Chapel of St. Aidan", "St. Brigid's Church"), with a
+        that join them in one name: "Chapel of St. Elowen", "St. Wenna's Church"), with a
         leading "the", a possessive's "'s" left off; none inside the character spans
         `outside` (quoted text: a sign's "BREAD" is what it says, not what it is)."""
         words = self.words
 
         def proper(word: Word) -> bool:
             inside = any(start <= word.start < end for start, end in outside)
-            # A capitalised word before a name is part of it: "the Little Wren", whose
+            # A capitalised word before a name is part of it: "the Little Bittern", whose
             # "Little" the tagger reads as an adjective.
             leading = (
                 word.text[:1].isupper()
@@ -512,9 +512,9 @@ def _reading(doc: Doc, text: str) -> Reading:
 
 
 def _as_parsed(text: str) -> str:
-    """The text as the tagger reads it best: a sign's capitals ("TO GREYWICK", "ROUTE 12")
+    """The text as the tagger reads it best: a sign's capitals ("TO TREVELLOW", "ROUTE 47")
     in title case, of the same length, since the small model takes capitals for anything
-    ("GREYWICK" a common noun, "ROUTE" a name)."""
+    ("TREVELLOW" a common noun, "ROUTE" a name)."""
     return text.title() if text.isupper() else text
 
 
@@ -715,7 +715,7 @@ def _terms(reading: Reading) -> Terms:
         elif word.content:
             stem = STEM(word.lemma)
             words.add(stem)
-            if word.proper:  # "the Red Door of the Anchor Hotel" still says the door is red
+            if word.proper:  # "the Red Door of the Compass Hotel" still says the door is red
                 names.add(stem)
                 words.add(attribute(word.text.lower()) or stem)
     return Terms(frozenset(words), frozenset(numbers), frozenset(names), frozenset(attributes))

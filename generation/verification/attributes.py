@@ -2,7 +2,7 @@
 sail" makes the sail white, not green.
 
 Colours and materials are said as adjectives ("white sail", "yellow paper lanterns") or by a
-linking verb after the noun's phrase ("the hull of the fishing boat Sea Lark is painted blue");
+linking verb after the noun's phrase ("the hull of the fishing boat Sea Thrift is painted blue");
 shapes are mostly things themselves ("a circle on the flag") and are read from the whole
 sentence. This reads the words of a sentence's `Reading` by position, not its dependency parse:
 measured on the 332 held-out claims with everything else the same, binding by spaCy's parse
@@ -31,7 +31,7 @@ _LINKING = frozenset(
 _BREAKS = frozenset({"and", "with", "but", "while", "which", "that", "where", "who", "whose"})
 _COORDINATING = frozenset({"and", "or", ",", "-", "bright", "dark", "light", "pale", "deep"})
 ADJECTIVE_REACH = 3  # words between an adjective and its noun ("purple hanging sign")
-LINK_REACH = 12  # "the glass in the window of the Chapel of St. Aidan is yellow"
+LINK_REACH = 12  # "the glass in the window of the Chapel of St. Elowen is yellow"
 
 
 def _lowers(sentence: str) -> list[str]:
@@ -41,7 +41,7 @@ def _lowers(sentence: str) -> list[str]:
 def head_noun(reading: Reading, after: int, kind: str) -> str | None:
     """The stem of the head of the first noun phrase from character `after` on that is no
     name and no attribute of the kind asked about: what a question asks of ("the kingfisher's
-    breast", "the sail of the Osprey", "the Velmont football club scarf")."""
+    breast", "the sail of the Merganser", "the Strettle football club scarf")."""
 
     def asked(word: Word) -> bool:
         quality = attribute(word.text.lower())

@@ -43,9 +43,15 @@ from mmrag.generation.reading.question import Question, as_question
 from mmrag.generation.reading.text import Reading, read
 from mmrag.generation.types import Answer, Citation, Cut, JudgedBy, SourceLike
 from mmrag.generation.verification.grounding import Gap
-from mmrag.generation.verification.selection import choose, gives_what_is_asked, picks_one, states
+from mmrag.generation.verification.selection import (
+    choose,
+    gives_what_is_asked,
+    picks_one,
+    polarity,
+    states,
+)
 from mmrag.generation.verification.statements import evidence_text
-from mmrag.generation.verification.verifier import SUPPORTED, Verifier, support_span
+from mmrag.generation.verification.verifier import SUPPORTED, Verifier, source_verdict, support_span
 
 DECLINE = "The indexed sources do not answer this question."
 UNANSWERED = frozenset({"declined", "unsupported"})  # attributions of an answer no source backs
@@ -108,10 +114,14 @@ class Attributor:
         score is a probability fitted on people's judgements, which forgive a word or a
         relation no source says; what a user is shown may not have one (a cut that left "is a
         that guarantees" scores 0.6), so the text holds a claim only when its verdict grounds
-        every word and relation too."""
+        every word and relation too, and a yes or a no only where a source gives it."""
         question = as_question(question)
-        found = self.verifier.verdict(question, claim, [evidence_text(s) for s in sources])
-        return not found.ungrounded and found.support >= self.threshold, found.support
+        evidence = [evidence_text(s) for s in sources]
+        found = self.verifier.verdict(question, claim, evidence)
+        holds = not found.ungrounded and found.support >= self.threshold
+        if question.kind == "yes_no":
+            holds = holds and source_verdict(question, evidence) == polarity(read(claim))
+        return holds, found.support
 
     def judgement(
         self,
@@ -335,7 +345,7 @@ class Part:
 _DETACHABLE = frozenset(
     {"amod", "advmod", "appos", "relcl", "acl", "advcl", "conj", "prep", "npadvmod", "compound"}
 )
-REPEAT_WORDS = 3  # "by Ivo Brannock, a local brewer, in 1888" said twice in a row
+REPEAT_WORDS = 3  # "by Jory Treloar, a local brewer, in 1888" said twice in a row
 
 
 def supported_parts(question: Question | str, claim: str, gaps: Sequence[Gap] = ()) -> list[Part]:
@@ -345,7 +355,7 @@ def supported_parts(question: Question | str, claim: str, gaps: Sequence[Gap] = 
     states the question's `relation` (a word of it at least: "France won the 1998 World Cup"
     answers the "football world cup" question), gives what the question asks for and says
     something beyond the question. Small models tack invented clauses and praise onto a right
-    answer ("... first held in 1981 in Greywick, a town in the UK", "a classic example of"),
+    answer ("... first held in 1981 in Trevellow, a town in the UK", "a classic example of"),
     and what remains without them is worth keeping."""
     question = as_question(question)
     asked, wanted = question.terms.words, question.relation
@@ -368,7 +378,7 @@ def supported_parts(question: Question | str, claim: str, gaps: Sequence[Gap] = 
         versions.append(Part(body[:cut].rstrip(" ,;") + ".", (*whole.cut, Cut(rest, reason))))
     kept = [whole] * answers(whole.text)
     # A cut keeps what the sentence was about, the question's words it says: "The number
-    # Dunmore is 12" is no answer about the town hall in Dunmore that the model named.
+    # Wetherley is 12" is no answer about the town hall in Wetherley that the model named.
     about = asked & read(whole.text).terms.words
     kept += [
         v
@@ -380,7 +390,7 @@ def supported_parts(question: Question | str, claim: str, gaps: Sequence[Gap] = 
     return list({part.text: part for part in kept}.values())
 
 
-# What completes "is": "is a hotel" (attr), "is green" (acomp), "is in Dunmore" (prep).
+# What completes "is": "is a hotel" (attr), "is green" (acomp), "is in Wetherley" (prep).
 _COMPLEMENTS = frozenset({"attr", "acomp", "prep", "advmod", "npadvmod", "oprd", "ccomp", "dobj"})
 
 
@@ -407,12 +417,12 @@ def _complete(part: str, whole: str) -> bool:
 
 
 def _said_once(claim: str) -> Part:
-    """The claim with a run of words it repeats said once: at once ("by Ivo Brannock, a local
-    brewer, in 1888 by Ivo Brannock, a local brewer, in 1888"), or again at the end of a clause
-    ("built by a local stonemason, Brigid Mallory, in 1891 by a local stonemason"), with the
+    """The claim with a run of words it repeats said once: at once ("by Jory Treloar, a local
+    brewer, in 1888 by Jory Treloar, a local brewer, in 1888"), or again at the end of a clause
+    ("built by a local stonemason, Elspeth Varley, in 1891 by a local stonemason"), with the
     words that only joined it ("…in 1988, and it was listed as a protected building in 1988").
-    A run said again mid-clause compares ("the park in Dunmore is larger than the park in
-    Greywick") and stays."""
+    A run said again mid-clause compares ("the park in Wetherley is larger than the park in
+    Trevellow") and stays."""
     reading = read(claim)
     words = [w for w in reading.words if w.text[0].isalnum()]
     lowers = [w.text.lower() for w in words]
@@ -433,7 +443,7 @@ def _said_once(claim: str) -> Part:
                 # Said at once: from where the first ends; else from the joining words.
                 start = words[joined - 1].end if joined == first + size else words[joined].start
                 if again > first + size and not _detachable(reading, start, end):
-                    continue  # "on a black hanging sign of the Iron Anvil Forge" keeps its sign
+                    continue  # "on a black hanging sign of the Black Bellows Forge" keeps its sign
                 text = _tidy(claim[:start] + claim[end:])
                 return Part(text, (Cut(claim[start:end].strip(" ,;"), "said twice"),))
     return Part(claim)
@@ -489,8 +499,8 @@ def _without_gaps(whole: Part, gaps: Sequence[Gap]) -> list[Part]:
 
 
 def _with_commas(text: str, span: tuple[int, int]) -> tuple[int, int]:
-    """A piece set off by commas, with them: "The Gannet, a majestic seabird, is …" leaves
-    "The Gannet is …", not "The Gannet, is …"."""
+    """A piece set off by commas, with them: "The Kittiwake, a majestic seabird, is …" leaves
+    "The Kittiwake is …", not "The Kittiwake, is …"."""
     start, end = span
     before = text[:start].rstrip()
     if not before.endswith(","):

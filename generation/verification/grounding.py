@@ -132,7 +132,7 @@ class Grounder:
     ) -> list[Gap]:
         """What the claim says that the evidence (texts read together) does not. The words of
         a typed question's `relation` (stems: "own" in "Who owns …?") must be said by the
-        evidence, not only asked: "Tom Mallory owns the inn" is not grounded by the question
+        evidence, not only asked: "Ned Tallack owns the inn" is not grounded by the question
         "Who owns the inn?" and a source saying he built it."""
         check()
         said, sources = read(claim), read_all(evidence)
@@ -228,7 +228,7 @@ class Grounder:
         return gaps
 
 
-PHRASE_WORDS = 5  # "completed in 1821", "built by Ivo Brannock": the words between kept
+PHRASE_WORDS = 5  # "completed in 1821", "built by Jory Treloar": the words between kept
 
 
 def _phrase(reading: Reading, word: Word, anchor: Word) -> str:
@@ -541,7 +541,7 @@ def _matches(said: Reading, word: Word, reading: Reading, title: set[str], there
 
 def _cluster(reading: Reading, word: Word) -> list[Word]:
     """The words that make one name with a word: joined to it, or to each other, as parts of
-    a compound ("Salt", "Hollow" and "Lighthouse"); an apposition ("HMS Tarrant, a frigate")
+    a compound ("Mizzen", "Cove" and "Lighthouse"); an apposition ("HMS Tarrant, a frigate")
     describes, it does not name."""
     found, frontier = {word.i}, [word.i]
     while frontier:
@@ -563,7 +563,7 @@ def _subject_of(reading: Reading, word: Word) -> bool:
 
 def _stand_ins(reading: Reading, sentence: int, title: set[str]) -> list[int]:
     """The words of a sentence that stand for what its source's title names (the title is its
-    first sentence): a pronoun, a noun of the title ("the inn" for "Harbor Inn"), the subject
+    first sentence): a pronoun, a noun of the title ("the inn" for "Wherry Inn"), the subject
     of the sentence ("The breed is naturally hornless" under "Galloway cattle"), or the head of
     a caption that is a noun phrase ("A black front door under a white stone porch.")."""
     words = reading.in_sentence(sentence)

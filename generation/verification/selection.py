@@ -130,29 +130,42 @@ def choose(
     the first `given` (the model's) are runners-up, retrieved but not selected."""
     given = len(sources) if given is None else given
     scorer = model()
-    best: tuple[float, int, Choice] | None = None
+    best: tuple[bool, float, int, Choice] | None = None
     for order, statement in enumerate(statements(sources)):
         if not eligible(question, statement):
             continue
         said = statement.said
+        answer = None
         if question.kind == "yes_no":
             answer = verdict(question, statement.text, statement.context)
+        if answer is not None:
             said = f"{answer.capitalize()}, {lower_article(said)}"
         score = scorer.probability(
             features(question, statement, runner_up=statement.number > given)
         )
-        if score >= scorer.threshold and (best is None or (score, -order) > best[:2]):
-            best = (score, -order, Choice(statement, score, said))
-    return None if best is None else best[2]
+        # A statement that gives a verdict answers a yes/no question before one that only
+        # says what it asks of ("Dogs £1.50 each way" for "Do dogs travel free?"), which is
+        # quoted as it is, with no yes or no the source does not say.
+        rank = (answer is not None or question.kind != "yes_no", score, -order)
+        if score >= scorer.threshold and (best is None or rank > best[:3]):
+            best = (*rank, Choice(statement, score, said))
+    return None if best is None else best[3]
 
 
 def eligible(question: Question, statement: Statement) -> bool:
-    """Whether a statement can answer at all: a yes/no question's gives a verdict, a choice's
-    names one option."""
-    if question.kind == "yes_no":
-        return verdict(question, statement.text, statement.context) is not None
+    """Whether a statement can answer at all: a choice's names one option; a yes/no
+    question's gives a verdict, or else says a word of the question beyond its names and its
+    source's title, and not as a name ("Dogs £1.50" for "Do dogs travel free on the railway?";
+    a recipe's "Heat the oven to 170°C" says nothing to "Can the hotpot be frozen?", a "Minor
+    Injuries Unit" nothing to "Has the hospital a maternity unit?")."""
     if question.kind == "choice":
         return picks_one(question, statement.text)
+    if question.kind == "yes_no" and verdict(question, statement.text, statement.context) is None:
+        words = statement.reading.words
+        own = with_synonyms(frozenset(STEM(w.lemma) for w in words if w.content and not w.proper))
+        title = read(statement.source.title).terms.words
+        wanted = question.terms.words - _asking(question) - question.terms.names - title
+        return bool(wanted & own or _misspelt(wanted - own, own))
     return True
 
 
@@ -174,7 +187,11 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     of_topic = [at for at in facts if _said_of(reading, at, wanted, about, head, line)]
     untyped = not question.typed
     new = bool(said.words - asked.words)
-    chooses = question.kind in ("yes_no", "choice")  # the verdict or the option is the fact
+    # the verdict or the option is the fact
+    chooses = question.kind == "choice" or (
+        question.kind == "yes_no"
+        and verdict(question, statement.text, statement.context) is not None
+    )
     open_request = question.kind == "open"
     kinds = with_synonyms(question.kinds)
     # "What contests …?": a thing of the asked kind is the fact an untyped question expects.
@@ -203,7 +220,7 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
 
 def _about(statement: Statement) -> frozenset[str]:
     """What a statement is about: its thing, its source's title and a photo's own text (the
-    sign a caption places on Mill Lane reads "DOUBLE PARKING PROHIBITED")."""
+    sign a caption places on Cooper Lane reads "DOUBLE PARKING PROHIBITED")."""
     seen = getattr(statement.source, "ocr_text", None) or ""
     titled = read(statement.about).terms.words | read(statement.source.title).terms.words
     return titled | read(seen).terms.words
@@ -211,13 +228,15 @@ def _about(statement: Statement) -> frozenset[str]:
 
 def states(reading: Reading) -> frozenset[str]:
     """The relations a sentence says (stems, with their synonyms): its words, but not those
-    that only name a kind of thing ("fishing" in "the fishing boat Gannet" says nothing of
-    what the Gannet fishes for); a person's title is said of them ("the architect Hester
-    Ashby")."""
+    that only name a kind of thing ("fishing" in "the fishing boat Kittiwake" says nothing of
+    what the Kittiwake fishes for); a person's title is said of them ("the architect Lavinia
+    Pendell"), a past participle of its noun ("six moored dinghies" are moored)."""
     said = {
         STEM(w.lemma)
         for w in reading.words
-        if w.dep not in ("compound", "amod") or reading.words[w.head].pos == "PROPN"
+        if w.dep not in ("compound", "amod")
+        or reading.words[w.head].pos == "PROPN"
+        or w.tag == "VBN"
     }
     return with_synonyms(frozenset(said))
 
@@ -225,7 +244,7 @@ def states(reading: Reading) -> frozenset[str]:
 def _by_the_asked_verb(question: Question, reading: Reading, at: int) -> bool:
     """Whether the verb a fact hangs on is the one asked ("closed in 1983" for "When did the
     cafe close?"), or there is none to say otherwise (a label's line, no verb asked)."""
-    path = []  # the words from the fact up to its verb: "carries … across the River Dun"
+    path = []  # the words from the fact up to its verb: "carries … across the River Wend"
     for i in reading.ancestors(at):
         path.append(reading.words[i])
         if reading.words[i].pos == "VERB":
@@ -269,8 +288,11 @@ def _share(wanted: frozenset[str], held: frozenset[str]) -> float:
 
 
 def _asking(question: Question) -> frozenset[str]:
-    """The question's words that only ask ("kind", "time", "tall"): no answer need say them."""
+    """The question's words that only ask ("kind", "time", "tall"; an open request's words
+    beside its thing: "look" in "What does … look like?"): no answer need say them."""
     asking = {STEM(w.lemma) for w in question.reading.words if w.end <= question.opening_end}
+    if question.kind == "open":
+        asking |= question.terms.words - question.topic_terms.words
     return frozenset(asking) | question.kinds | {STEM(word) for word in WHEN_ASKED}
 
 
@@ -292,7 +314,7 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
         words = reading.words[start:end]
         since = start > 0 and reading.words[start - 1].lemma == "since"
         of_kind = _of_kind(question, reading, start, end, label)
-        if kind in ("person", "organisation") and start > 0:  # "at Marrow Point" is a place
+        if kind in ("person", "organisation") and start > 0:  # "at Skerrow Point" is a place
             of_kind = of_kind and reading.words[start - 1].text.lower() not in AT_A_PLACE
         if kind == "quantity" and _other_dimension(question, reading, words[0].sentence):
             continue
@@ -314,7 +336,7 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
 
 def _of_kind(question: Question, reading: Reading, start: int, end: int, label: str) -> bool:
     """Whether a named thing is of the kind of place asked ("Which river …?"): its label is the
-    kind's, or it or the word before it names the kind ("the River Dun", "Lake Ista")."""
+    kind's, or it or the word before it names the kind ("the River Wend", "Lake Ista")."""
     labels = {label for noun, label in KIND_LABELS.items() if STEM(noun) in question.kinds}
     named = {STEM(w.lemma) for w in reading.words[max(start - 1, 0) : end]}
     return not labels or label in labels or bool(named & question.kinds)
@@ -322,7 +344,7 @@ def _of_kind(question: Question, reading: Reading, start: int, end: int, label: 
 
 def _new(words: Sequence[Word], question: Question) -> bool:
     """Whether the words say something the question does not, a name run together on a sign
-    ("LITTLEWREN" for the Little Wren) being the question's own."""
+    ("LITTLEBITTERN" for the Little Bittern) being the question's own."""
     said = {w.number or w.attribute or STEM(w.lemma) for w in words if w.content or w.number}
     if not said - question.terms.words:
         return False
@@ -476,6 +498,11 @@ def _said_of(
     if head and not head & said and not (line and subjectless and about & subject):
         return False
     for above in chain:
+        # hung on the thing itself, or on a compound naming it: "Mill tour - 50 minutes, …"
+        near = [reading.words[above]] if above != at else []
+        near += [c for c in reading.children(above) if c.dep == "compound"]
+        if any(STEM(word.lemma) in head for word in near):
+            return True
         subjects = [c for c in reading.children(above) if c.dep in SUBJECTS]
         if not subjects:
             continue
@@ -500,8 +527,8 @@ def _naming(stems: frozenset[str], head: frozenset[str]) -> frozenset[str]:
 
 
 def _topic_is_subject(question: Question, reading: Reading, about: frozenset[str]) -> bool:
-    """ "The Harbor Inn is an inn in Dunmore …" is about the Harbor Inn; "Visitors can climb
-    194 steps to the top of the Aldric Tower" is about visitors; a line with no subject (a
+    """ "The Wherry Inn is an inn in Wetherley …" is about the Wherry Inn; "Visitors can climb
+    194 steps to the top of the Morwen Tower" is about visitors; a line with no subject (a
     fact sheet's "Known for: oysters") is about what its source names (`about`)."""
     if not reading.subjects():  # a caption is about its head noun: an inn's floor is no inn
         root = next((w for w in reading.words if w.dep == "ROOT"), None)
@@ -550,8 +577,8 @@ def picked(question: Question, text: str) -> frozenset[str] | None:
 
 def verdict(question: Question, sentence: str, context: str = "") -> Verdict | None:
     """What a source sentence says to a yes/no question, or None where it says nothing: it
-    must be about the question's thing (its names, and its other words but one in a longer
-    question; `context`, the source's title, may name them); then it states the asked colour,
+    must be about the question's thing (its names and its other words; `context`, all its
+    source says, may name them); then it states the asked colour,
     shape, material or count (yes), or another of the same kind (no); "more than three"
     compares the counts. A question that asks no such fact ("Was the castle ever besieged?")
     is answered by the sentence that says what it asks: "no" if it denies it, or where it says
@@ -562,8 +589,10 @@ def verdict(question: Question, sentence: str, context: str = "") -> Verdict | N
     if asked.names - about:
         return None
     subject = asked.words - facts - _asking(question)
-    missing = subject - with_synonyms(about)
-    if len(missing) > (1 if len(subject) >= 4 else 0):
+    about = with_synonyms(about)
+    # a state is said by its opposite ("closed Tuesdays" for "open on Tuesdays"), but "open
+    # daily, Easter to October" says nothing of "open in winter"
+    if any(not OPPOSITES.get(word, frozenset()) & about for word in subject - about):
         return None
     if not facts:
         found = _denied_or_said(question, read(sentence))

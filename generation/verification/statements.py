@@ -71,8 +71,8 @@ def statements(sources: Sequence[SourceLike], *, first: int = 1) -> list[Stateme
 
 
 def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
-    title = re.sub(r"\s*\([^)]*\)$", "", source.title or "")  # "Sea Lark (boat)"
-    if title and f"the {title}".lower() in source.text.lower():  # "the Dunmore Harbor Festival"
+    title = re.sub(r"\s*\([^)]*\)$", "", source.title or "")  # "Sea Thrift (boat)"
+    if title and f"the {title}".lower() in source.text.lower():  # "the Wetherley Harbor Festival"
         title = f"The {title}"
     person = ""  # the person a "he" or "she" stands for: the last one named
     # An "it" stands for the title's thing where the title names one; under a headline ("Lorry
@@ -103,7 +103,7 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
             about = subject
         named = _named(text, about, pronoun)
         said = full_sentence(named, source, where, title)
-        if said is not None:
+        if said is not None and not text.rstrip(" '’\"”").endswith("?"):  # a FAQ's question
             yield Statement(number, source, text, about or title, where, position, said, named)
         person = people[-1] if people else person
         if headline:  # the thing an "it" after this sentence stands for
@@ -152,7 +152,7 @@ def _entity_spans(reading: Reading) -> list[tuple[int, int, str]]:
 
 def _parts(source: SourceLike) -> list[tuple[str, str]]:
     """A source's sentences to answer from, each with where it comes from ("text", "ocr",
-    "title"): its caption or snippet says more than its title ("Blue Door of the Harbor
+    "title"): its caption or snippet says more than its title ("Blue Door of the Wherry
     Inn"), which comes last. Text read in an image is cut at its lines, where a sign's text
     breaks: read as one sentence, a page of it with no full stop was "extracted" whole as an
     80 KB answer."""
@@ -209,7 +209,7 @@ def full_sentence(
         return sentence
     if image:
         said, first = lower_article(sentence), read(sentence).words[0]
-        if first.pos == "NOUN" and not first.proper:  # a title's "Pond in Willow Gardens"
+        if first.pos == "NOUN" and not first.proper:  # a title's "Pond in Medlar Gardens"
             said = f"the {said}"
         return f"{SHOWN} {said}"
     if where == "title":
