@@ -578,11 +578,11 @@ def picked(question: Question, text: str) -> frozenset[str] | None:
 def verdict(question: Question, sentence: str, context: str = "") -> Verdict | None:
     """What a source sentence says to a yes/no question, or None where it says nothing: it
     must be about the question's thing (its names and its other words; `context`, all its
-    source says, may name them); then it states the asked colour,
-    shape, material or count (yes), or another of the same kind (no); "more than three"
-    compares the counts. A question that asks no such fact ("Was the castle ever besieged?")
-    is answered by the sentence that says what it asks: "no" if it denies it, or where it says
-    it of a time that has ended ("was the largest … until 1962") and the question asks of now."""
+    source says, may name them); then it states the asked colour, shape, material or count
+    (yes), or another of the same kind (no); "more than three" compares the counts. A question
+    that asks no such fact ("Was the castle ever besieged?") is answered by the sentence that
+    says what it asks: "no" if it denies it, or where it says it of a time that has ended ("was
+    the largest … until 1962") and the question asks of now."""
     asked, said = question.terms, read(sentence).terms
     about = said.words | read(context).terms.words
     facts = asked.attributes | asked.numbers
