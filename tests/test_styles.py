@@ -9,6 +9,8 @@ what the question asks of its thing; a claim is refused where its source says ot
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from mmrag.generation.reading.question import read_question
@@ -657,3 +659,155 @@ def test_a_yes_no_question_nothing_speaks_to_is_declined(attributor):
     question = "Does the Brindle Mill tea room take bookings?"
     checked = attributor.attribute(question, answered("Yes, it takes bookings [1].", [TEA_ROOM]))
     assert checked.abstained and checked.text == DECLINE, checked.text
+
+
+FARES_2024 = Src(
+    "fares-2024", "text", "Trevose ferry: 2024 fares", "Adult single £3.40. Child single £1.70."
+)
+FARES_2023 = Src(
+    "fares-2023", "text", "Trevose ferry: 2023 fares", "Adult single £3. Child single £1.50."
+)
+
+
+def test_a_question_of_one_year_is_answered_by_that_years_page():
+    """Near-duplicate pages that differ in their year: 2024's fare does not answer a question
+    about 2023, and with only 2024's page the question is declined."""
+    from mmrag.generation.verification.selection import choose
+
+    question = read_question("How much was an adult single on the Trevose ferry in 2023?")
+    found = choose(question, [FARES_2024, FARES_2023])
+    assert found is not None and found.statement.source.id == "fares-2023", found
+    assert "£3." in found.said and "£3.40" not in found.said, found
+    assert choose(question, [FARES_2024]) is None
+
+
+SAILINGS = Src(
+    "sailings",
+    "text",
+    "Trevose ferry: summer sailings",
+    "Sailings daily, 12 April to 3 October. First boat 09:15, last 17:40.",
+)
+NURSERY = Src(
+    "nursery",
+    "text",
+    "Larkspur Nursery - Polwenna",
+    "Open: Mon-Sat 9am-5pm; Sun 10.30am-4.30pm.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "source"),
+    [
+        # "3" of "3 October" and the ordinal "First" were taken for a count of boats
+        ("How many boats does the Trevose ferry have?", SAILINGS),
+        # the tagger read "Sun" before its hours as an organisation that owns the nursery
+        ("Who owns Larkspur Nursery?", NURSERY),
+        # "Café" read as a person; a line with no verb was let off saying "owns"
+        ("Who owns Larkspur Nursery?", replace(NURSERY, text="Café: last orders 4pm.")),
+    ],
+    ids=["a-day-of-a-date-is-no-count", "a-day-of-the-week-is-no-owner", "no-verb-no-owner"],
+)
+def test_a_timetables_dates_answer_no_count_and_no_name(question, source):
+    """Timetables and opening hours are full of numbers and day names: none of them answers
+    how many, or who."""
+    from mmrag.generation.verification.selection import choose
+
+    assert choose(read_question(question), [source]) is None
+
+
+@pytest.mark.parametrize(
+    "text", ["Does Nancarrow's sell chocolate?", "Does Tremayne's in Lanner sell chocolate?"]
+)
+def test_a_question_opening_with_does_is_a_yes_no_question(text):
+    """The parser read "Does" as the main verb of these, and them as asking for a fact."""
+    assert read_question(text).kind == "yes_no"
+
+
+BITTER_LABEL = Src(
+    "gannet-label",
+    "text",
+    "Gannet Best Bitter - bottle label",
+    "GANNET BEST BITTER. Amber bitter, brewed with Fuggles hops.",
+)
+
+
+def test_a_line_that_only_names_an_option_does_not_choose_it():
+    """A label's name line picks "Gannet Best Bitter" by naming it, and says nothing of which
+    is stronger: it was the answer, cited."""
+    from mmrag.generation.verification.selection import choose
+
+    question = read_question("Which is stronger, Gannet Best Bitter or Pollock Stout?")
+    assert choose(question, [BITTER_LABEL]) is None
+
+
+DOME_TENT = Src(
+    "dome-tent",
+    "text",
+    "Kestle Dome 3 tent: pitching guide",
+    "Pitching takes about 15 minutes with two people. Cross the three colour-coded poles over "
+    "the inner tent.",
+)
+DAMSON_JAM = Src(
+    "damson-jam",
+    "text",
+    "Morwen's damson jam",
+    "Boil hard, uncovered, for 12 min, until a spoon drawn across the bottom leaves a channel.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "source", "says"),
+    [
+        # the "3" of its name was taken for a count the question holds, and "two people"
+        # answered as a count of the thing
+        ("How many poles does the Kestle Dome 3 tent have?", DOME_TENT, "three colour-coded"),
+        # "across" made the boil's 12 min a width
+        ("How long does Morwen's damson jam boil for?", DAMSON_JAM, "12 min"),
+    ],
+    ids=["a-number-of-a-name", "a-time-is-no-width"],
+)
+def test_a_measure_is_read_by_its_unit_and_its_thing(question, source, says):
+    """A count of poles, not of people; a time in minutes, whatever else its sentence spans."""
+    from mmrag.generation.verification.selection import choose
+
+    found = choose(read_question(question), [source])
+    assert found is not None and says in found.said, found
+
+
+STOVE_CARE = Src(
+    "stove-care",
+    "text",
+    "Trewin 4 stove: care and repair",
+    "Clean the burner with a dry brush; never put the stove in water. A cracked burner cap "
+    "can be replaced: spares are sent free for the first year.",
+)
+
+
+def test_what_only_may_be_replaced_is_no_former_state():
+    """ "can be replaced" was read as "was replaced", a state that has ended, so the sentence
+    that says the spares are free answered "No"."""
+    from mmrag.generation.verification.selection import choose
+
+    question = read_question("Are spare burner caps for the Trewin stove free?")
+    found = choose(question, [STOVE_CARE])
+    assert found is not None and found.said.startswith("Yes,"), found
+    assert "spares are sent free" in found.said, found
+
+
+STONE_CROSS = Src(
+    "stone-cross",
+    "text",
+    "Polwenna stone cross",
+    "The cross is believed to date from around 1420. It stands at the top of Fore Street.",
+)
+
+
+def test_a_hedge_is_read_where_the_fact_is_not_in_the_title(attributor):
+    """The doubt was looked for in the sentence holding most of the claim's names: the title
+    "Polwenna stone cross", which names the thing and says no date. It is in the sentence that
+    gives the date, so the date is said with its doubt."""
+    question = "When was the Polwenna stone cross made?"
+    raw = "The Polwenna stone cross was made in 1420 [1]."
+    checked = attributor.attribute(question, answered(raw, [STONE_CROSS]))
+    assert "believed" in checked.text and not checked.abstained, checked.text
+    assert [c.source_id for c in checked.citations] == ["stone-cross"], checked.text

@@ -142,10 +142,12 @@ def read_question(text: str) -> Question:
     measures: tuple[str, ...] = ()
     kinds: set[str] = set()
     opening_end = wh.end if wh is not None else 0
+    # "Does Pennock's … sell …?", however the parser tags "Does"
+    opens_do = bool(words) and words[0].lemma == "do"
     if request is not None:
         kind = "open"
         opening_end = _request_end(reading, request)
-    elif wh is None and words and (words[0].pos == "AUX" or words[0].tag == "MD"):
+    elif wh is None and words and (words[0].pos == "AUX" or words[0].tag == "MD" or opens_do):
         kind = "choice" if choices else "yes_no"
         opening_end = words[0].end
     elif wh is not None:

