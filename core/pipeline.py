@@ -20,7 +20,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -233,7 +233,10 @@ class QARun:
                 with stage("resolve"), _timed(timings, "resolve_s"):
                     question = pipeline.resolver.resolve(asked.conversation, question)
             with stage("retrieve"):
-                asked_question = read_question(question)  # read once, for every stage after
+                # read once, for every stage after; past the deadline too where the photo used
+                # it up, or an unread question lost the sources with the answer
+                with working(None) if read_out else nullcontext():
+                    asked_question = read_question(question)
                 selection = pipeline.select(question, timings, **options)
                 self.deadline.check("ocr" if read_out else None)
             started = time.monotonic()

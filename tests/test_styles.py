@@ -753,6 +753,19 @@ DAMSON_JAM = Src(
     "Morwen's damson jam",
     "Boil hard, uncovered, for 12 min, until a spoon drawn across the bottom leaves a channel.",
 )
+INN_BLOG = Src(
+    "inn-blog",
+    "text",
+    "Three nights in Polwenna",
+    "We stayed at the Gurnard, a three-room inn on the quay, and our landlady, Demelza Rowe, "
+    "cooked the best breakfast of the trip.",
+)
+CLUB_INTERVIEW = Src(
+    "club-interview",
+    "text",
+    "Five minutes with... the Polwenna gig club",
+    "'Six of us wanted to row again,' says founder Tamsin Pascoe, a retired harbour pilot.",
+)
 
 
 @pytest.mark.parametrize(
@@ -763,11 +776,15 @@ DAMSON_JAM = Src(
         ("How many poles does the Kestle Dome 3 tent have?", DOME_TENT, "three colour-coded"),
         # "across" made the boil's 12 min a width
         ("How long does Morwen's damson jam boil for?", DAMSON_JAM, "12 min"),
+        # the asked verb was looked for as a verb, and the question declined
+        ("Who runs the Gurnard in Polwenna?", INN_BLOG, "Demelza Rowe"),
+        ("Who started the Polwenna gig club?", CLUB_INTERVIEW, "Tamsin Pascoe"),
     ],
-    ids=["a-number-of-a-name", "a-time-is-no-width"],
+    ids=["a-number-of-a-name", "a-time-is-no-width", "a-landlady-runs-it", "a-founder-started-it"],
 )
-def test_a_measure_is_read_by_its_unit_and_its_thing(question, source, says):
-    """A count of poles, not of people; a time in minutes, whatever else its sentence spans."""
+def test_what_is_asked_is_read_as_its_source_says_it(question, source, says):
+    """A count of poles, not of people; a time in minutes, whatever else its sentence spans;
+    "Who runs …?" said by naming its landlady, "Who started …?" by its founder."""
     from mmrag.generation.verification.selection import choose
 
     found = choose(read_question(question), [source])

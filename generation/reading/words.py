@@ -156,7 +156,8 @@ AT_A_PLACE = frozenset({"in", "on", "at", "near", "beside", "along", "across", "
 # "opened by Mara Quell"), as lemmas. Small and explicit: phrase similarity takes antonyms for
 # synonyms ("opened"/"closed in 1983" 0.82, "bought"/"sold by the town" 0.90).
 SAME_RELATION = (
-    ("found", "establish", "open"),
+    ("found", "establish", "open", "founder", "start"),
+    ("run", "manage", "manager", "landlord", "landlady", "proprietor"),
     ("build", "construct", "erect"),
     ("own", "owner"),
     ("bear", "born", "birth"),

@@ -87,7 +87,6 @@ def _opposed() -> dict[str, frozenset[str]]:
 
 
 OPPOSITES = _opposed()
-_TYPE_STEMS = frozenset(STEM(noun) for noun in TYPE_NOUNS)
 # Words that give a reason or a frequency by themselves ("because", "every", "daily").
 _MARKERS = {"reason": REASONS, "frequency": FREQUENCY}
 
@@ -156,13 +155,11 @@ def choose(
 
 
 def eligible(question: Question, statement: Statement) -> bool:
-    """Whether a statement can answer at all: a question of a year only from a source that
-    says that year ("… in 2023?" not from a page of 2024's figures); a choice's names one
-    option and says more than it (a label's "GONGOOZLER BEST BITTER." says nothing stronger);
-    a yes/no question's gives a verdict, or else says a word of the question beyond its names
-    and its source's title, and not as a name ("Dogs £1.50" for "Do dogs travel free on the
-    railway?"; a recipe's "Heat the oven to 170°C" says nothing to "Can the hotpot be
-    frozen?", a "Minor Injuries Unit" nothing to "Has the hospital a maternity unit?")."""
+    """Whether a statement can answer at all: one of a year's question is from a source that
+    says that year; a choice's names an option and says more ("BEST BITTER." is no answer to
+    which is stronger); a yes/no question's gives a verdict, or else says a word of the
+    question beyond its names and its source's title, and not as a name ("Dogs £1.50" for "Do
+    dogs travel free?"; "Heat the oven to 170°C" says nothing to "Can it be frozen?")."""
     asked_years = _years(question.terms.numbers)
     if asked_years and not asked_years & _years(_every_word(statement.context)):
         return False
@@ -206,8 +203,8 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     open_request = question.kind == "open"
     kinds = with_synonyms(question.kinds)
     # "What contests …?": a thing of the asked kind is the fact an untyped question expects.
-    # "What time …?": the time given names its kind; "How many poles …?": "two people" does not
-    typed_kind = bool(of_topic) and question.kinds <= _TYPE_STEMS
+    # "What time …?" is named by the time given; "How many poles …?" not by "two people"
+    typed_kind = bool(of_topic) and question.kinds <= {STEM(noun) for noun in TYPE_NOUNS}
     names_kind = bool(kinds & with_synonyms(said.words)) or not question.kinds or typed_kind
     on_topic = not open_request or _topic_is_subject(question, reading, about)
     return [
@@ -341,13 +338,12 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
             found.append(start)
     # A count is no day of a date ("23" of "23 March" for "How many engines …?").
     calendar = {w.i for w in reading.words if reading.words[w.head].lemma in MONTHS | WEEKDAYS}
+    calendar = calendar if expects == {"count"} else set()
     for word in reading.words:
         if any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()):
             found.append(word.i)  # "every", "because": function words that give the fact
             continue
-        if word.i in found or not _new([word], question):
-            continue
-        if word.i in calendar and expects == {"count"}:
+        if word.i in found or word.i in calendar or not _new([word], question):
             continue
         number = word.number is not None and _number_fits(word, reading, question, expects)
         attribute = bool(word.attribute) and ATTRIBUTE_KIND[word.attribute] in expects

@@ -85,7 +85,7 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
         pronoun = _opening_pronoun(text)
         people = [
             read(text).span_text(start, end)
-            for start, end, label in _entity_spans(read(text))
+            for start, end, label in read(text).entities
             if label == "PERSON"
         ]
         speaker = person and any(  # "…,' he said.": the person it names before
@@ -144,10 +144,6 @@ def _quotes(text: str) -> bool:
 
 def _first_person(reading: Reading) -> bool:
     return any(word.text.lower() in FIRST_PERSON for word in reading.words)
-
-
-def _entity_spans(reading: Reading) -> list[tuple[int, int, str]]:
-    return list(reading.entities)
 
 
 def _parts(source: SourceLike) -> list[tuple[str, str]]:

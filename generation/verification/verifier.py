@@ -250,10 +250,9 @@ def contradictions(question: Question, claim: str, evidence: Sequence[str]) -> l
 
 def _bounded(claim: str, text: str, asked: Terms) -> list[str]:
     """A fact its source says with doubt ("is believed to"), stated as certain; one it bounds
-    in time ("was the largest until 1962", "no longer"), stated as holding now. Read in the
-    sentence that gives most of the facts of the claim the question does not hold, not in a
-    title that only names its thing ("Polwenna cross." for "The Polwenna cross was made in
-    1420"); without such facts, in the one that holds most of the claim."""
+    in time ("was the largest until 1962", "no longer"), stated as holding now: read in the
+    sentence giving most of the claim's facts the question lacks, not in a title that names
+    its thing; without such facts, in the one that holds most of the claim."""
     said, new = read(claim), with_synonyms(read(claim).terms.key - asked.key)
     held = [(len(new & read(text[s:e]).terms.words), -s, (s, e)) for s, e in read(text).sentences]
     span = max(held)[2] if held and max(held)[0] else support_span(claim, text)
