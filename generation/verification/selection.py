@@ -155,7 +155,7 @@ def choose(
 
 
 def eligible(question: Question, statement: Statement) -> bool:
-    """Whether a statement can answer at all: one of a year's question is from a source that
+    """Whether a statement can answer at all: a question of one year, only from a source that
     says that year; a choice's names an option and says more ("BEST BITTER." is no answer to
     which is stronger); a yes/no question's gives a verdict, or else says a word of the
     question beyond its names and its source's title, and not as a name ("Dogs £1.50" for "Do
