@@ -87,6 +87,7 @@ def _opposed() -> dict[str, frozenset[str]]:
 
 
 OPPOSITES = _opposed()
+_TYPE_STEMS = frozenset(STEM(noun) for noun in TYPE_NOUNS)  # "time" of "What time …?"
 # Words that give a reason or a frequency by themselves ("because", "every", "daily").
 _MARKERS = {"reason": REASONS, "frequency": FREQUENCY}
 
@@ -204,7 +205,7 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     kinds = with_synonyms(question.kinds)
     # "What contests …?": a thing of the asked kind is the fact an untyped question expects.
     # "What time …?" is named by the time given; "How many poles …?" not by "two people"
-    typed_kind = bool(of_topic) and question.kinds <= {STEM(noun) for noun in TYPE_NOUNS}
+    typed_kind = bool(of_topic) and question.kinds <= _TYPE_STEMS
     names_kind = bool(kinds & with_synonyms(said.words)) or not question.kinds or typed_kind
     on_topic = not open_request or _topic_is_subject(question, reading, about)
     return [
@@ -337,8 +338,8 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
         if kind and _new(words, question) and _fits(kind, words, question, since) and of_kind:
             found.append(start)
     # A count is no day of a date ("23" of "23 March" for "How many engines …?").
-    calendar = {w.i for w in reading.words if reading.words[w.head].lemma in MONTHS | WEEKDAYS}
-    calendar = calendar if expects == {"count"} else set()
+    days = MONTHS | WEEKDAYS if expects == {"count"} else frozenset()
+    calendar = {w.i for w in reading.words if reading.words[w.head].lemma in days}
     for word in reading.words:
         if any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()):
             found.append(word.i)  # "every", "because": function words that give the fact

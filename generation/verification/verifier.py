@@ -253,7 +253,8 @@ def _bounded(claim: str, text: str, asked: Terms) -> list[str]:
     in time ("was the largest until 1962", "no longer"), stated as holding now: read in the
     sentence giving most of the claim's facts the question lacks, not in a title that names
     its thing; without such facts, in the one that holds most of the claim."""
-    said, new = read(claim), with_synonyms(read(claim).terms.key - asked.key)
+    said = read(claim)
+    new = with_synonyms(said.terms.key - asked.key)
     held = [(len(new & read(text[s:e]).terms.words), -s, (s, e)) for s, e in read(text).sentences]
     span = max(held)[2] if held and max(held)[0] else support_span(claim, text)
     if span is None:
