@@ -716,7 +716,7 @@ def test_a_timetables_dates_answer_no_count_and_no_name(question, source):
 
 
 @pytest.mark.parametrize(
-    "text", ["Does Nancarrow's sell chocolate?", "Does Tremayne's in Lanner sell chocolate?"]
+    "text", ["Does Nancarrow's sell chocolate?", "Does Carveth's in Lanner sell chocolate?"]
 )
 def test_a_question_opening_with_does_is_a_yes_no_question(text):
     """The parser read "Does" as the main verb of these, and them as asking for a fact."""
