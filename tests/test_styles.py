@@ -724,19 +724,19 @@ def test_a_question_opening_with_does_is_a_yes_no_question(text):
 
 
 BITTER_LABEL = Src(
-    "gannet-label",
+    "fulmar-label",
     "text",
-    "Gannet Best Bitter - bottle label",
-    "GANNET BEST BITTER. Amber bitter, brewed with Fuggles hops.",
+    "Fulmar Best Bitter - bottle label",
+    "FULMAR BEST BITTER. Amber bitter, brewed with Fuggles hops.",
 )
 
 
 def test_a_line_that_only_names_an_option_does_not_choose_it():
-    """A label's name line picks "Gannet Best Bitter" by naming it, and says nothing of which
+    """A label's name line picks "Fulmar Best Bitter" by naming it, and says nothing of which
     is stronger: it was the answer, cited."""
     from mmrag.generation.verification.selection import choose
 
-    question = read_question("Which is stronger, Gannet Best Bitter or Pollock Stout?")
+    question = read_question("Which is stronger, Fulmar Best Bitter or Pollock Stout?")
     assert choose(question, [BITTER_LABEL]) is None
 
 
