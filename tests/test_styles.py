@@ -768,6 +768,21 @@ CLUB_INTERVIEW = Src(
 )
 
 
+MOWER_SPEC = Src(
+    "mower-spec",
+    "text",
+    "Hallow 40 lawnmower - specifications",
+    "Cutting width: 40 cm. Grass box: 45 l. Run time: 50 minutes a charge. Warranty: 2 years "
+    "(parts and labour).",
+)
+POLWENNA_FARES = Src(
+    "polwenna-fares",
+    "text",
+    "Polwenna ferry - fares",
+    "Return fares: adult £6.00, child 5-15 £3.00, under-5s free. Dogs travel free.",
+)
+
+
 @pytest.mark.parametrize(
     ("question", "source", "says"),
     [
@@ -779,16 +794,95 @@ CLUB_INTERVIEW = Src(
         # the asked verb was looked for as a verb, and the question declined
         ("Who runs the Gurnard in Polwenna?", INN_BLOG, "Demelza Rowe"),
         ("Who started the Polwenna gig club?", CLUB_INTERVIEW, "Tamsin Pascoe"),
+        # the question's word in other words: WordNet's synonyms
+        ("How long is the guarantee on the Hallow 40 lawnmower?", MOWER_SPEC, "2 years"),
+        ("how much is a kids return on the polwenna ferry", POLWENNA_FARES, "child 5-15 £3.00"),
     ],
-    ids=["a-number-of-a-name", "a-time-is-no-width", "a-landlady-runs-it", "a-founder-started-it"],
+    ids=[
+        *("a-number-of-a-name", "a-time-is-no-width", "a-landlady-runs-it"),
+        *("a-founder-started-it", "a-guarantee-is-a-warranty", "kids-are-children"),
+    ],
 )
 def test_what_is_asked_is_read_as_its_source_says_it(question, source, says):
     """A count of poles, not of people; a time in minutes, whatever else its sentence spans;
-    "Who runs …?" said by naming its landlady, "Who started …?" by its founder."""
+    "Who runs …?" said by naming its landlady, "Who started …?" by its founder; a spec sheet's
+    "Warranty" for a "guarantee", a fare table's "child" for "kids"."""
     from mmrag.generation.verification.selection import choose
 
     found = choose(read_question(question), [source])
     assert found is not None and says in found.said, found
+
+
+REPAIR_CAFE = Src(
+    "repair-cafe",
+    "text",
+    "Trevose Repair Café: what we mend",
+    "Bring it along on the first Saturday of the month. We do not repair: microwaves, gas "
+    "appliances, phone screens.",
+)
+CLERK_NOTICE = Src(
+    "clerk-notice",
+    "text",
+    "Notice: Larkspur Halt",
+    "Ticket clerk on duty Mon-Fri, 07:00-10:00. Buy tickets on the train at other times.",
+)
+POND_REPORT = Src(
+    "pond-report",
+    "text",
+    "Trevose mill pond at record low",
+    "TREVOSE, 4 August - The mill pond was 30% full on Monday, its lowest level since records "
+    "began in 1980, the trust said.",
+)
+MUSEUM_CLOSURE = Src(
+    "museum-closure",
+    "text",
+    "Trevose museum closes",
+    "The Trevose net loft museum is closed for six weeks from 1 June.",
+)
+CHAPEL_GUIDE = Src(
+    "chapel-guide",
+    "text",
+    "Larkspur chapel",
+    "The Larkspur chapel is known for its painted ceiling, finished in 1780 by a travelling "
+    "artist.",
+)
+
+
+def test_a_word_written_with_its_accent_is_the_same_word():
+    """The question's "cafe" is the title's "Café": without it the notice's line did not say
+    the topic and the question was declined."""
+    from mmrag.generation.verification.selection import choose
+
+    question = read_question("Will the repair cafe in Trevose fix my microwave?")
+    found = choose(question, [REPAIR_CAFE])
+    assert found is not None and "We do not repair: microwaves" in found.said, found
+
+
+@pytest.mark.parametrize(
+    ("question", "source"),
+    [
+        # "Mon-Fri" was taken for a name, the one the question asks for
+        ("What's the name of the ticket clerk at Larkspur Halt?", CLERK_NOTICE),
+        # "since" of a date gave the reason the question asks for
+        ("Why is the Trevose mill pond so low?", POND_REPORT),
+        ("Why is the Trevose net loft museum closed?", MUSEUM_CLOSURE),
+    ],
+    ids=["days-name-no-one", "since-a-date-is-no-reason", "for-a-time-is-no-reason"],
+)
+def test_what_only_looks_like_the_asked_fact_is_declined(question, source):
+    """A timetable's days are no one's name; "since" or "for" with a date says when or how
+    long, not why."""
+    from mmrag.generation.verification.selection import choose
+
+    assert choose(read_question(question), [source]) is None
+
+
+def test_what_a_thing_is_known_for_says_why_it_is_known():
+    """ "known for its painted ceiling" answers "Why is it well known?", though a date follows."""
+    from mmrag.generation.verification.selection import choose
+
+    found = choose(read_question("Why is the Larkspur chapel well known?"), [CHAPEL_GUIDE])
+    assert found is not None and "painted ceiling" in found.said, found
 
 
 STOVE_CARE = Src(

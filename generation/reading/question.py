@@ -17,6 +17,7 @@ import functools
 from dataclasses import dataclass
 from typing import Literal
 
+from mmrag.generation.reading.lexicon import synonyms
 from mmrag.generation.reading.text import STEM, SUBJECTS, Reading, Terms, Word, read
 from mmrag.generation.reading.words import (
     ATTRIBUTE_KIND,
@@ -100,6 +101,22 @@ class Question:
         measure said to be another ("96 metres long") does not answer it."""
         asking = (w for w in self.reading.words if w.end <= self.opening_end)
         return next((DIMENSIONS[w.lemma] for w in asking if w.lemma in DIMENSIONS), None)
+
+    @functools.cached_property
+    def synonyms(self) -> dict[str, frozenset[str]]:
+        """Each content word's stem, with the stems of its WordNet synonyms and of the words
+        just narrower: a source may say the "warranty" of what the question calls a
+        "guarantee", or that "hens" are kept where it asks of "chickens"."""
+        found: dict[str, frozenset[str]] = {}
+        for word in self.reading.words:
+            if word.content and not word.proper and word.number is None:
+                said = frozenset(STEM(s) for s in synonyms(word.lemma, word.pos, narrower=True))
+                found[STEM(word.lemma)] = found.get(STEM(word.lemma), frozenset()) | said
+        return found
+
+    def said_otherwise(self, held: frozenset[str]) -> frozenset[str]:
+        """Its stems whose synonyms are held: what a text says in other words."""
+        return frozenset(stem for stem, other in self.synonyms.items() if other & held)
 
     @functools.cached_property
     def squeezed(self) -> str:

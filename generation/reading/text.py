@@ -21,6 +21,7 @@ import functools
 import re
 import sys
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -66,7 +67,11 @@ _AM_PM = re.compile(r"(?<=\d)[ap]m$", re.IGNORECASE)  # "9am" is 9, as "9 am" is
 def spelling(word: str) -> str:
     """One spelling of a lower-case word: British and American ("colour"/"color",
     "metre"/"meter", "harbour"/"harbor") and an attribute's variants ("grey"/"gray",
-    "wooden"/"wood") read as one."""
+    "wooden"/"wood") read as one; and with its accents or without ("café"/"cafe")."""
+    if not word.isascii():
+        word = "".join(
+            c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c)
+        )
     attribute = ATTRIBUTES.get(word)
     if attribute:
         return attribute[0]

@@ -211,6 +211,8 @@ CONNECTIVES = frozenset(
 REASONS = frozenset(
     {"because", "due", "owing", "since", "result", "cause", "thanks", "so", "after"}
 )
+# Words that give a time as often as a reason ("since 1958", "after the war", "for six weeks").
+TIME_OR_REASON = frozenset({"since", "after", "for"})
 # How often: "every 3 months", "daily", "twice a year".
 FREQUENCY = frozenset(
     {"every", "daily", "weekly", "monthly", "yearly", "annually", "hourly", "nightly"}

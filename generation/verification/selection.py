@@ -40,6 +40,7 @@ from mmrag.generation.reading.words import (
     MONTHS,
     OPPOSITE_STATES,
     REASONS,
+    TIME_OR_REASON,
     TYPE_NOUNS,
     UNIT_DIMENSION,
     WEEKDAYS,
@@ -183,11 +184,12 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     about = _about(statement)
     # "across" for "cross"; "the bridge" for the footbridge asked about
     held = _naming(with_synonyms(said.words | about) | states(reading), question.topic_head)
-    held |= _misspelt(asked.words - held, held)
+    held |= _misspelt(asked.words - held, held) | question.said_otherwise(held)
     # A line with no verb (a label, a timetable row) cannot say the asked verb, nor another;
     # but who owns or runs a thing is said in words ("Owner: …"), never by a line of hours.
     verbless = not any(word.pos == "VERB" and word.dep != "amod" for word in reading.words)
     verbless = verbless and not question.expects & {"person", "organisation"}
+    relations = states(reading) | question.said_otherwise(states(reading))
     subject = _subject_words(question)
     facts = facts_given(question, reading)
     head = question.topic_head
@@ -215,7 +217,7 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
         float(names_kind),
         _share(subject, held),
         _share(asked.names, held | _every_word(statement.context)),
-        _share(_roles(question) if verbless else question.relation, states(reading)),
+        _share(_roles(question) if verbless else question.relation, relations),
         float(not facts or any(_by_the_asked_verb(question, reading, at) for at in facts)),
         _share(asked.words - _asking(question), held),
         float(new),
@@ -341,8 +343,11 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
     days = MONTHS | WEEKDAYS if expects == {"count"} else frozenset()
     calendar = {w.i for w in reading.words if reading.words[w.head].lemma in days}
     for word in reading.words:
-        if any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()):
-            found.append(word.i)  # "every", "because": function words that give the fact
+        if any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()) or (
+            "reason" in expects and _for_a_reason(reading, word)
+        ):
+            if not _of_a_time(reading, word):  # "since records began in 1976" is no reason
+                found.append(word.i)  # "every", "because": function words that give the fact
             continue
         if word.i in found or word.i in calendar or not _new([word], question):
             continue
@@ -352,6 +357,21 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
             found.append(word.i)
     found += [at for at in _named_facts(question, reading, expects) if at not in found]
     return sorted(found)
+
+
+def _for_a_reason(reading: Reading, word: Word) -> bool:
+    """Whether a "for" gives a reason: said of a state, "known for its window", "closed for
+    repairs" (not "for six weeks", a time)."""
+    return word.lemma == "for" and reading.words[word.head].tag in ("VBN", "JJ")
+
+
+def _of_a_time(reading: Reading, word: Word) -> bool:
+    """Whether a word that gives a reason or a time ("since", "after") gives a time: its object
+    is a date ("since 1958"), or the clause it opens says one ("since records began in 1976")."""
+    if word.lemma not in TIME_OR_REASON:
+        return False
+    said = reading.subtree(word.head) if word.dep == "mark" else reading.children(word.i)
+    return any(w.entity in ("DATE", "TIME") for w in said)
 
 
 def _of_kind(question: Question, reading: Reading, start: int, end: int, label: str) -> bool:
@@ -472,8 +492,11 @@ def _named_facts(question: Question, reading: Reading, expects: set[str]) -> lis
     found = []
     for start, end in reading.name_spans():
         words = [w for w in reading.words[start:end] if w.proper]
-        timely = any(TYPE_NOUNS.get(w.lemma.lower()) in ("date", "time") for w in words)
-        if not words or not _new(words, question) or timely:  # "AT ALL TIMES" names no place
+        label = next((lab for s, e, lab in reading.entities if s <= start < e), "")
+        # "AT ALL TIMES" names no place; "Thu-Mon" no one
+        timely = label in ("DATE", "TIME")
+        timely = timely or any(TYPE_NOUNS.get(w.lemma.lower()) in ("date", "time") for w in words)
+        if not words or not _new(words, question) or timely:
             continue
         before = [
             w.text.lower()
@@ -481,7 +504,6 @@ def _named_facts(question: Question, reading: Reading, expects: set[str]) -> lis
             if w.text.lower() != "the"
         ]
         doer = before[-1:] == ["by"] or any(w.dep in SUBJECTS for w in words)
-        label = next((lab for s, e, lab in reading.entities if s <= start < e), "")
         placed = before[-1:] and before[-1] in AT_A_PLACE
         placed = placed and _of_kind(question, reading, start, end, label)
         person = bool(expects & {"person", "organisation"}) and doer

@@ -22,7 +22,12 @@ from dataclasses import dataclass
 
 from mmrag.generation.citations import first_sentence
 from mmrag.generation.reading.text import STOPWORDS, Reading, attribute, read, sentences
-from mmrag.generation.reading.words import FIRST_PERSON, PERSON_PRONOUNS, THING_PRONOUNS
+from mmrag.generation.reading.words import (
+    AT_A_PLACE,
+    FIRST_PERSON,
+    PERSON_PRONOUNS,
+    THING_PRONOUNS,
+)
 from mmrag.generation.types import SourceLike
 
 SHOWN = "The photo shows"
@@ -83,17 +88,19 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
     quotes = _quotes(source.text)
     for position, (text, where) in enumerate(_parts(source)):
         pronoun = _opening_pronoun(text)
-        people = [
-            read(text).span_text(start, end)
-            for start, end, label in read(text).entities
+        reading = read(text)
+        people = [  # "a tannery in Devon" names a place, though the tagger took it for a person
+            reading.span_text(start, end)
+            for start, end, label in reading.entities
             if label == "PERSON"
+            and not (start and reading.words[start - 1].text.lower() in AT_A_PLACE)
         ]
         speaker = person and any(  # "…,' he said.": the person it names before
             w.text.lower() in PERSON_PRONOUNS and w.dep in ("nsubj", "nsubjpass")
-            for w in read(text).words
+            for w in reading.words
         )
         about = person if (pronoun in PERSON_PRONOUNS or speaker) and person else title
-        if quotes and (people or person) and _first_person(read(text)):
+        if quotes and (people or person) and _first_person(reading):
             about = people[-1] if people else person  # "'… takes me forty hours,' said X."
         if where == "ocr":  # what the photo it was read in shows
             about = f"{title}. {source.text}"
