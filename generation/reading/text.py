@@ -40,6 +40,8 @@ from mmrag.generation.reading.words import (
     DAY_RANGE,
     DIMENSIONS,
     FRAMING,
+    REASONS,
+    TIME_OR_REASON,
     UNITS,
     WEEKDAYS,
 )
@@ -239,6 +241,18 @@ class Reading:
             at = self.words[at].head
             found.append(at)
         return found
+
+    def gives_reason(self, i: int) -> bool:
+        """Whether word `i` gives a reason by itself: "because", "due to", a "for" said of a
+        state ("known for its window", "closed for repairs"); not a "since" or a "for" of a
+        date or a time, which says when or how long ("since records began in 1976")."""
+        word = self.words[i]
+        of_a_state = word.lemma == "for" and self.words[word.head].tag in ("VBN", "JJ")
+        if word.lemma not in REASONS and not of_a_state:
+            return False
+        said = self.subtree(word.head) if word.dep == "mark" else self.children(i)
+        timely = any(w.entity in ("DATE", "TIME") for w in said)
+        return word.lemma not in TIME_OR_REASON or not timely
 
     def finite(self, *, past: bool = True) -> bool:
         """Whether it holds a finite verb: a sentence, not a fragment ("The Morwen Tower in

@@ -39,8 +39,6 @@ from mmrag.generation.reading.words import (
     KIND_LABELS,
     MONTHS,
     OPPOSITE_STATES,
-    REASONS,
-    TIME_OR_REASON,
     TYPE_NOUNS,
     UNIT_DIMENSION,
     WEEKDAYS,
@@ -89,8 +87,6 @@ def _opposed() -> dict[str, frozenset[str]]:
 
 OPPOSITES = _opposed()
 _TYPE_STEMS = frozenset(STEM(noun) for noun in TYPE_NOUNS)  # "time" of "What time …?"
-# Words that give a reason or a frequency by themselves ("because", "every", "daily").
-_MARKERS = {"reason": REASONS, "frequency": FREQUENCY}
 
 
 @dataclass(frozen=True)
@@ -343,11 +339,9 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
     days = MONTHS | WEEKDAYS if expects == {"count"} else frozenset()
     calendar = {w.i for w in reading.words if reading.words[w.head].lemma in days}
     for word in reading.words:
-        if any(word.lemma in _MARKERS[kind] for kind in expects & _MARKERS.keys()) or (
-            "reason" in expects and _for_a_reason(reading, word)
-        ):
-            if not _of_a_time(reading, word):  # "since records began in 1976" is no reason
-                found.append(word.i)  # "every", "because": function words that give the fact
+        reason = "reason" in expects and reading.gives_reason(word.i)
+        if reason or ("frequency" in expects and word.lemma in FREQUENCY):
+            found.append(word.i)  # "every", "because": function words that give the fact
             continue
         if word.i in found or word.i in calendar or not _new([word], question):
             continue
@@ -357,21 +351,6 @@ def facts_given(question: Question, reading: Reading) -> list[int]:
             found.append(word.i)
     found += [at for at in _named_facts(question, reading, expects) if at not in found]
     return sorted(found)
-
-
-def _for_a_reason(reading: Reading, word: Word) -> bool:
-    """Whether a "for" gives a reason: said of a state, "known for its window", "closed for
-    repairs" (not "for six weeks", a time)."""
-    return word.lemma == "for" and reading.words[word.head].tag in ("VBN", "JJ")
-
-
-def _of_a_time(reading: Reading, word: Word) -> bool:
-    """Whether a word that gives a reason or a time ("since", "after") gives a time: its object
-    is a date ("since 1958"), or the clause it opens says one ("since records began in 1976")."""
-    if word.lemma not in TIME_OR_REASON:
-        return False
-    said = reading.subtree(word.head) if word.dep == "mark" else reading.children(word.i)
-    return any(w.entity in ("DATE", "TIME") for w in said)
 
 
 def _of_kind(question: Question, reading: Reading, start: int, end: int, label: str) -> bool:
