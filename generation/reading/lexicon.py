@@ -54,10 +54,10 @@ def _search(index: mmap.mmap, key: bytes) -> list[bytes] | None:
     while low < high:
         middle = (low + high) // 2
         start = index.rfind(b"\n", 0, middle) + 1
-        fields = _line(index, start).split(maxsplit=1)
+        fields = _line(index, start).split()
         word = fields[0] if fields and start > 0 and index[start] != 32 else b""
         if word == key:
-            return _line(index, start).split()
+            return fields
         if word < key:
             low = index.find(b"\n", middle) + 1 or len(index)
         else:

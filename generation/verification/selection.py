@@ -179,13 +179,14 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     asked, said = question.terms, reading.terms
     about = _about(statement)
     # "across" for "cross"; "the bridge" for the footbridge asked about
-    held = _naming(with_synonyms(said.words | about) | states(reading), question.topic_head)
+    stated = states(reading)
+    held = _naming(with_synonyms(said.words | about) | stated, question.topic_head)
     held |= _misspelt(asked.words - held, held) | question.said_otherwise(held)
     # A line with no verb (a label, a timetable row) cannot say the asked verb, nor another;
     # but who owns or runs a thing is said in words ("Owner: …"), never by a line of hours.
     verbless = not any(word.pos == "VERB" and word.dep != "amod" for word in reading.words)
     verbless = verbless and not question.expects & {"person", "organisation"}
-    relations = states(reading) | question.said_otherwise(states(reading))
+    relations = stated | question.said_otherwise(stated)
     subject = _subject_words(question)
     facts = facts_given(question, reading)
     head = question.topic_head
