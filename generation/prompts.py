@@ -124,7 +124,8 @@ OCR_LABEL = "Text in the image:"
 # The opening of a `describe` line, as a small model copies it into its answer ("Lamps at
 # the Trevellow Candle Fair (image caption): Four yellow paper lamps ...").
 _DESCRIBED = re.compile(
-    rf"^\s*(?:[^()\n]{{0,{MAX_TITLE_CHARS}}}\((?:image caption|text)\):\s*)?(?:{OCR_LABEL}\s*)?",
+    rf"^\s*(?:[^\n]{{0,{MAX_TITLE_CHARS}}}?\((?:image caption|text)\)(?::\s*|\s*(?=\[|[.!?]?$)))?"
+    rf"(?:{OCR_LABEL}\s*)?",
     re.IGNORECASE,
 )
 

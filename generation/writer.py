@@ -101,10 +101,10 @@ class AnswerWriter:
         except GenerationError as exc:
             error = str(exc)
         generate = time.perf_counter() - started
-        cited = cite(
-            "" if error else without_source_labels(raw), sources
-        )  # half an answer is no answer
-        if error is None and not cited.text:
+        # Half an answer is no answer; the prompt's labels alone ("Title (text) [1].") are none
+        # either, but the model did write: its sources may still answer (`attribution`).
+        cited = cite("" if error else without_source_labels(raw), sources)
+        if error is None and not cite(raw, sources).text:
             error = f"{self.engine.info.name} model {self.engine.info.model} returned no answer"
         return Answer(
             text=cited.text,

@@ -144,3 +144,8 @@ def test_a_source_line_the_model_copies_loses_the_prompts_labels():
     assert without_source_labels(read) == "PLATFORM 3 [1]."
     plain = "The Alder Bridge (in Dunmore) has five arches [1]."
     assert without_source_labels(plain) == plain
+    # a title with its own brackets, copied with its label and nothing after it: no answer
+    alone = "A wet week in Polwenna (and why I'd go back) (text) [1]."
+    assert without_source_labels(alone) == "[1]."
+    labelled = "The note (text) says it opens at 9 [1]."
+    assert without_source_labels(labelled) == labelled

@@ -922,3 +922,34 @@ def test_a_hedge_is_read_where_the_fact_is_not_in_the_title(attributor):
     checked = attributor.attribute(question, answered(raw, [STONE_CROSS]))
     assert "believed" in checked.text and not checked.abstained, checked.text
     assert [c.source_id for c in checked.citations] == ["stone-cross"], checked.text
+
+
+MUSSEL_BLOG = Src(
+    "mussel-blog",
+    "text",
+    "A wet week in Polwenna (and why I'd go back)",
+    "The rain never stopped, and the gig club's regatta was called off. Go in October: "
+    "apparently that's when the mussels are at their best.",
+)
+
+
+def test_an_answer_of_the_prompts_labels_alone_gives_way_to_the_sentence_that_answers(
+    attributor,
+):
+    """SmolLM2 answered with its source's title and the prompt's label ("… (text) [1].") and
+    the verifier let it through, though it says nothing. The writer now hands on no answer of
+    the model's, and no failure either: the source's sentence answers, its hedge kept. No model
+    here writes that on demand, so a loopback OpenAI-compatible server does."""
+    from mmrag.generation import AnswerWriter
+    from mmrag.generation.engines.openai_http import OpenAIEngine
+    from tests.openai_recorder import recording_server
+
+    question = "When are Polwenna's mussels at their best?"
+    with recording_server(lambda _body: f"{MUSSEL_BLOG.title} (text) [1].") as server:
+        engine = OpenAIEngine("m", base_url=server.url)
+        written = AnswerWriter(engine).write(question, [MUSSEL_BLOG])
+    assert written.generation_error is None and written.text == ""
+    checked = attributor.attribute(question, written)
+    assert checked.attribution == "extractive", checked.text
+    assert "Go in October: apparently" in checked.text, checked.text
+    assert [c.source_id for c in checked.citations] == ["mussel-blog"]
