@@ -9,6 +9,7 @@ what the question asks of its thing; a claim is refused where its source says ot
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -953,3 +954,37 @@ def test_an_answer_of_the_prompts_labels_alone_gives_way_to_the_sentence_that_an
     assert checked.attribution == "extractive", checked.text
     assert "Go in October: apparently" in checked.text, checked.text
     assert [c.source_id for c in checked.citations] == ["mussel-blog"]
+
+
+FOOTBRIDGE_NEWS = Src(
+    "footbridge-news",
+    "text",
+    "Polwenna footbridge opens",
+    "POLWENNA, 30 April - The Polwenna footbridge opened to walkers on Monday. At 88 metres, "
+    "the bridge is longer than the Trevose viaduct, though far lower. It cost £4.1 million.",
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("The Trevose viaduct is longer than the Polwenna footbridge [1].", None),
+        ("The Trevose viaduct is longer [1].", None),
+        (
+            "The Polwenna footbridge is longer than the Trevose viaduct, while the Trevose "
+            "viaduct is longer at 95 metres [1].",
+            "The Polwenna footbridge is longer than the Trevose viaduct [1].",
+        ),
+    ],
+    ids=["turned-round", "the-compared-one-alone", "a-clause-that-turns-it-round-is-cut"],
+)
+def test_a_comparison_is_said_of_the_thing_its_source_says_it_of(attributor, raw, shown):
+    """ "X is longer than Y" says nothing longer of Y: every word of "Y is longer than X" is in
+    the source, and the claim, or the clause after it that turned it round, was shown."""
+    question = "Which is longer, the Polwenna footbridge or the Trevose viaduct?"
+    checked = attributor.attribute(question, answered(raw, [FOOTBRIDGE_NEWS]))
+    if shown is None:
+        assert checked.abstained, checked.text
+    else:
+        assert checked.text == shown and checked.attribution == "model", checked.text
+    assert not re.search(r"viaduct is longer", checked.text), checked.text

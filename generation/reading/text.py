@@ -161,6 +161,8 @@ class Degree:
     lemma: str
     kind: str  # "superlative" or "comparative"
     scope: frozenset[str]
+    subject: str = ""  # the lemma of the thing it is said of ("bridge" is longer …)
+    than: str = ""  # and of the thing a comparative compares it with (… than the "viaduct")
 
 
 @dataclass(frozen=True)
@@ -484,7 +486,28 @@ def _degree(token: Token) -> Degree | None:
         for word in (bound.subtree if bound is not anchor else [bound])
         if word.pos_ in CONTENT_POS and word.lower_ not in STOPWORDS and word.i != token.i
     }
-    return Degree(token.i, spelling(lemma), kind, frozenset(scope))
+    # "the bridge is longer" (acomp), "the viaduct is the longer" (attr), "the footbridge is
+    # a longer bridge" (amod of an attr): the clause's subject is what it is said of.
+    clause = token.head if token.dep_ in ("acomp", "attr") else None
+    if anchor is not token and anchor.dep_ == "attr":
+        clause = anchor.head
+    subjects = [c for c in clause.children if c.dep_ in ("nsubj", "nsubjpass")] if clause else []
+    than = [
+        object_
+        for at in (token, anchor)
+        for child in at.children
+        if child.dep_ == "prep" and child.lower_ == "than"
+        for object_ in child.children
+        if object_.dep_ == "pobj"
+    ]
+    return Degree(
+        token.i,
+        spelling(lemma),
+        kind,
+        frozenset(scope),
+        spelling(subjects[0].lemma_.lower()) if subjects else "",
+        spelling(than[0].lemma_.lower()) if than and kind == "comparative" else "",
+    )
 
 
 def _negated(token: Token) -> bool:

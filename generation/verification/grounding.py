@@ -208,15 +208,23 @@ class Grounder:
         asked_degrees = {(d.lemma, d.kind) for d in asked.degrees} if asked else set()
         gaps = []
         for degree in said.degrees:
-            if (degree.lemma, degree.kind) in asked_degrees:
-                continue
             word = said.words[degree.word]
-            bounds = [
-                found.scope | _names_near(reading, found.word)
+            said_of = [
+                (reading, found)
                 for reading in sources
                 for found in reading.degrees
                 if found.lemma == degree.lemma and found.kind == degree.kind
             ]
+            # "X is longer than Y" turned round, asked or not: Y is what its source compares
+            # X with, not what it says is longer (where no source says it of Y).
+            turned = [f for _, f in said_of if degree.subject and f.than == degree.subject]
+            if turned and not any(f.subject == degree.subject for _, f in said_of):
+                reason = f"its source says '{word.text}' of the {turned[0].subject or 'other'}"
+                gaps.append(_gap(word, f"{reason}, not of the {degree.subject}", "degree"))
+                continue
+            if (degree.lemma, degree.kind) in asked_degrees:
+                continue
+            bounds = [found.scope | _names_near(reading, found.word) for reading, found in said_of]
             if not bounds:
                 gaps.append(
                     _gap(word, f"no cited source says {degree.kind} '{word.text}'", "degree")
