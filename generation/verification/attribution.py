@@ -188,10 +188,8 @@ class Attributor:
         answers (then cited as one more source). `interrupt()` (the request's deadline) stops
         waiting for judges, whose unanswered questions leave the text verifier's verdicts."""
         question = as_question(question)
-        if answer.generation_error:
+        if answer.generation_error:  # an empty answer (the prompt's labels alone) goes on
             return answer
-        if not answer.text:  # the model wrote only the prompt's labels: the sources may answer
-            return self._extracted(question, answer, runners_up, abstain, [])
         sources = list(answer.sources)
         said = answer.text_without_markers
         found = self.verifier.verdict(question, said, [evidence_text(s) for s in sources])
@@ -227,19 +225,8 @@ class Attributor:
                 joint = self._joint(question, claim, sources, everything)
                 if joint is not None:
                     return self._cited(answer, claim, joint[:2], "verified", part.cut)
-        replaced = [Cut(said, "; ".join(found.contradictions) or _unsupported(gaps))]
-        return self._extracted(question, answer, runners_up, abstain, replaced)
-
-    def _extracted(
-        self,
-        question: Question,
-        answer: Answer,
-        runners_up: Sequence[SourceLike],
-        abstain: bool,
-        replaced: list[Cut],
-    ) -> Answer:
-        """The sentence of a source that answers in place of the model's, or the decline."""
-        sources = list(answer.sources)
+        reason = "; ".join(found.contradictions) or _unsupported(gaps)
+        replaced = [Cut(said, reason)] if said else []
         pool = [*sources, *(s for s in runners_up if s.id not in {g.id for g in sources})]
         chosen = choose(question, pool, given=len(sources))
         if chosen is not None:

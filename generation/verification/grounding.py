@@ -215,8 +215,7 @@ class Grounder:
                 for found in reading.degrees
                 if found.lemma == degree.lemma and found.kind == degree.kind
             ]
-            # "X is longer than Y" turned round, asked or not: Y is what its source compares
-            # X with, not what it says is longer (where no source says it of Y).
+            # "X is longer than Y" turned round, asked or not, where no source says it of Y
             turned = [f for _, f in said_of if degree.subject and f.than == degree.subject]
             if turned and not any(f.subject == degree.subject for _, f in said_of):
                 reason = f"its source says '{word.text}' of the {turned[0].subject or 'other'}"
