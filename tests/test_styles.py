@@ -963,26 +963,48 @@ FOOTBRIDGE_NEWS = Src(
     "POLWENNA, 30 April - The Polwenna footbridge opened to walkers on Monday. At 88 metres, "
     "the bridge is longer than the Trevose viaduct, though far lower. It cost £4.1 million.",
 )
+# Its first sentence names more of the claim than the one that compares, and ends a ferry.
+# (the title names less: the evidence's first sentence wins a tie)
+CREEK_FOOTBRIDGE_NEWS = Src(
+    "creek-footbridge-news",
+    "text",
+    "New footbridge opens",
+    "POLWENNA, 30 April - The Polwenna Creek footbridge opened on Monday, ending the chain "
+    "ferry that had crossed Polwenna Creek since 1890. At 88 metres, the bridge is longer than "
+    "the Trevose viaduct, though far lower.",
+)
 
 
 @pytest.mark.parametrize(
-    ("raw", "shown"),
+    ("raw", "shown", "source"),
     [
-        ("The Trevose viaduct is longer than the Polwenna footbridge [1].", None),
-        ("The Trevose viaduct is longer [1].", None),
+        ("The Trevose viaduct is longer than the Polwenna footbridge [1].", None, FOOTBRIDGE_NEWS),
+        ("The Trevose viaduct is longer [1].", None, FOOTBRIDGE_NEWS),
         (
             "The Polwenna footbridge is longer than the Trevose viaduct, while the Trevose "
             "viaduct is longer at 95 metres [1].",
             "The Polwenna footbridge is longer than the Trevose viaduct [1].",
+            FOOTBRIDGE_NEWS,
+        ),
+        (
+            "The Polwenna Creek footbridge is longer than the Trevose viaduct [1].",
+            "The Polwenna Creek footbridge is longer than the Trevose viaduct [1].",
+            CREEK_FOOTBRIDGE_NEWS,
         ),
     ],
-    ids=["turned-round", "the-compared-one-alone", "a-clause-that-turns-it-round-is-cut"],
+    ids=[
+        *("turned-round", "the-compared-one-alone", "a-clause-that-turns-it-round-is-cut"),
+        "the-ferry-it-ended-bounds-the-ferry",
+    ],
 )
-def test_a_comparison_is_said_of_the_thing_its_source_says_it_of(attributor, raw, shown):
+def test_a_comparison_is_said_of_the_thing_its_source_says_it_of(attributor, raw, shown, source):
     """ "X is longer than Y" says nothing longer of Y: every word of "Y is longer than X" is in
-    the source, and the claim, or the clause after it that turned it round, was shown."""
-    question = "Which is longer, the Polwenna footbridge or the Trevose viaduct?"
-    checked = attributor.attribute(question, answered(raw, [FOOTBRIDGE_NEWS]))
+    the source, and the claim, or the clause after it that turned it round, was shown. And the
+    right claim is not refused as no longer holding: "ending the chain ferry" bounds the ferry,
+    in the sentence that names most of the claim."""
+    thing = "Polwenna Creek" if source is CREEK_FOOTBRIDGE_NEWS else "Polwenna"
+    question = f"Which is longer, the {thing} footbridge or the Trevose viaduct?"
+    checked = attributor.attribute(question, answered(raw, [source]))
     if shown is None:
         assert checked.abstained, checked.text
     else:

@@ -39,6 +39,7 @@ from mmrag.generation.reading.words import (
     ATTRIBUTES,
     DAY_RANGE,
     DIMENSIONS,
+    FORMER,
     FRAMING,
     REASONS,
     TIME_OR_REASON,
@@ -243,6 +244,26 @@ class Reading:
             at = self.words[at].head
             found.append(at)
         return found
+
+    def clause(self, i: int) -> list[Word]:
+        """The clause word `i` stands in: the subtree of its verb (its own, or the nearest
+        above it), else of its sentence's root."""
+        above = [i, *self.ancestors(i)]
+        verbs = [at for at in above if self.words[at].pos in ("VERB", "AUX")]
+        return self.subtree(verbs[0] if verbs else above[-1])
+
+    def former(self, of: frozenset[str] = frozenset()) -> bool:
+        """Whether it bounds what it says in time: "until 1962", "formerly", "no longer", "was
+        replaced by"; not where that only may be ("can be replaced"). Where it names `of`
+        (what a claim is about), only a bound in a clause that holds it: "ending the ferry
+        service" bounds the ferry, not the footbridge that opened."""
+        modal = {w.head for w in self.words if w.tag == "MD"}
+        lemmas = {w.lemma for w in self.words if w.i not in modal}
+        bounds = [w.i for w in self.words if w.i not in modal and w.lemma in FORMER]
+        bounds += [w.i for w in self.words if w.lemma == "long" and "no" in lemmas]
+        if of & lemmas:
+            bounds = [at for at in bounds if of & {w.lemma for w in self.clause(at)}]
+        return bool(bounds)
 
     def gives_reason(self, i: int) -> bool:
         """Whether word `i` gives a reason by itself: "because", "due to", a "for" said of a

@@ -34,7 +34,6 @@ from mmrag.generation.reading.words import (
     CURRENCY,
     ENTITY_TYPES,
     FIRST_PERSON,
-    FORMER,
     FREQUENCY,
     KIND_LABELS,
     MONTHS,
@@ -628,7 +627,7 @@ def verdict(question: Question, sentence: str, context: str = "") -> Verdict | N
         found = _compare(question, read(sentence))
     else:
         found = _attribute_verdict(question, sentence, asked, said)
-    if found == "yes" and question.now and former(read(sentence)):
+    if found == "yes" and question.now and read(sentence).former():
         return "no"
     return found
 
@@ -722,14 +721,6 @@ def _light() -> frozenset[str]:
     from spacy.lang.en.stop_words import STOP_WORDS
 
     return frozenset(STEM(word) for word in STOP_WORDS)
-
-
-def former(reading: Reading) -> bool:
-    """Whether a sentence bounds what it says in time: "until 1962", "formerly", "no longer",
-    "was replaced by"; not one that only may be ("can be replaced")."""
-    modal = {w.head for w in reading.words if w.tag == "MD"}
-    lemmas = [w.lemma for w in reading.words if w.i not in modal]
-    return bool(set(lemmas) & FORMER) or ("no" in lemmas and "long" in lemmas)
 
 
 def polarity(reading: Reading) -> Verdict:

@@ -43,7 +43,6 @@ from mmrag.generation.verification.selection import (
     Model,
     _given,
     fitted,
-    former,
     polarity,
     verdict,
 )
@@ -264,7 +263,8 @@ def _bounded(claim: str, text: str, asked: Terms) -> list[str]:
     if _hedged(source) and not _hedged(said):
         reasons.append("its source says it with doubt")
     now = any(w.dep == "ROOT" and w.tag in ("VBZ", "VBP") for w in said.words)
-    if now and former(source) and not former(said):
+    about = frozenset(w.lemma for w in said.subjects() if w.pos != "PRON")
+    if now and source.former(about) and not said.former():
         reasons.append("its source says it no longer holds")
     return reasons
 
