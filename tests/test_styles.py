@@ -1010,3 +1010,15 @@ def test_a_comparison_is_said_of_the_thing_its_source_says_it_of(attributor, raw
     else:
         assert checked.text == shown and checked.attribution == "model", checked.text
     assert not re.search(r"viaduct is longer", checked.text), checked.text
+
+
+def test_a_bound_in_time_is_read_in_the_clause_it_bounds():
+    """A bound is of the thing its clause is about, a verb joined to another sharing its
+    subject; a sentence that names nothing asked keeps every bound it has."""
+    from mmrag.generation.reading.text import read
+
+    opened = read("The Trevose footbridge opened on Monday, ending the chain ferry.")
+    assert not opened.former(frozenset({"footbridge"})) and opened.former(frozenset({"ferry"}))
+    assert opened.former()
+    bottled = read("Its water was bottled and sold as a cure for sore eyes until 1910.")
+    assert bottled.former(frozenset({"water"}))

@@ -247,10 +247,14 @@ class Reading:
 
     def clause(self, i: int) -> list[Word]:
         """The clause word `i` stands in: the subtree of its verb (its own, or the nearest
-        above it), else of its sentence's root."""
+        above it, or the verb that one is joined to: "was bottled and sold … until 1910"),
+        else of its sentence's root."""
         above = [i, *self.ancestors(i)]
         verbs = [at for at in above if self.words[at].pos in ("VERB", "AUX")]
-        return self.subtree(verbs[0] if verbs else above[-1])
+        at = verbs[0] if verbs else above[-1]
+        while self.words[at].dep == "conj" and self.words[at].head != at:
+            at = self.words[at].head
+        return self.subtree(at)
 
     def former(self, of: frozenset[str] = frozenset()) -> bool:
         """Whether it bounds what it says in time: "until 1962", "formerly", "no longer", "was
