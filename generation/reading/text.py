@@ -263,8 +263,11 @@ class Reading:
         service" bounds the ferry, not the footbridge that opened."""
         modal = {w.head for w in self.words if w.tag == "MD"}
         lemmas = {w.lemma for w in self.words if w.i not in modal}
-        bounds = [w.i for w in self.words if w.i not in modal and w.lemma in FORMER]
-        bounds += [w.i for w in self.words if w.lemma == "long" and "no" in lemmas]
+        bounds = [
+            w.i
+            for w in self.words
+            if w.i not in modal and (w.lemma in FORMER or (w.lemma == "long" and "no" in lemmas))
+        ]
         if of & lemmas:
             bounds = [at for at in bounds if of & {w.lemma for w in self.clause(at)}]
         return bool(bounds)
