@@ -36,6 +36,10 @@ from tests.helpers import Src
         ("Can you tell me about the Corn Exchange?", "open", set(), ()),
         ("Describe the Hollin Bowl.", "open", set(), ()),
         ("Which is older, the Corn Exchange or the granary?", "choice", set(), ()),
+        # a noun naming a property asks its value; one naming a kind of thing, the thing
+        ("What's the strength of Fulmar bitter?", "factoid", {"quantity", "share"}, ()),
+        ("What is the thickness of the harbour wall?", "factoid", {"quantity", "share"}, ()),
+        ("Which way should the tent door face?", "factoid", set(), ()),
     ],
 )
 def test_a_question_is_read_once_into_what_it_asks(text, kind, expects, measures):
@@ -118,3 +122,29 @@ def test_a_place_the_tagger_takes_for_a_person_is_no_one_a_pronoun_names():
     )
     son = next(s for s in statements([source]) if "Jory" in s.text)
     assert son.said.startswith("Clemo Hendra"), son.said
+
+
+@pytest.mark.parametrize(
+    ("text", "sentence", "picks"),
+    [
+        # the parser joins "the old quay" to "Trevose": the wall at Trevose is the option
+        (
+            "Which is older, the new harbour wall at Trevose or the old quay?",
+            "The new harbour wall at Trevose is older than the old quay.",
+            0,
+        ),
+        (
+            "Which is older, the new harbour wall at Trevose or the old quay?",
+            "The Trevose lifeboat station is older than the old quay.",
+            None,
+        ),
+        ("Is the cafe at the mill or the barn?", "The cafe is in the barn.", 1),
+        ("Is the market held at Tavistead or Dunmere?", "The market is held at Tavistead.", 0),
+    ],
+)
+def test_a_choices_options_are_the_phrases_or_sets_against_each_other(text, sentence, picks):
+    from mmrag.generation.verification.selection import picked
+
+    question = read_question(text)
+    expected = None if picks is None else question.choices[picks]
+    assert picked(question, sentence) == expected, question.choices

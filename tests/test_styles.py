@@ -741,6 +741,17 @@ def test_a_line_that_only_names_an_option_does_not_choose_it():
     assert choose(question, [BITTER_LABEL]) is None
 
 
+def test_a_property_asked_by_its_noun_is_answered_by_its_value():
+    """ "What's the strength of …?" asks a value, and a label's "4.5% ABV" line gives it: the
+    question was read as asking for a thing called a strength, which no line names."""
+    from mmrag.generation.verification.selection import choose
+
+    question = read_question("What's the strength of Fulmar Best Bitter?")
+    label = replace(BITTER_LABEL, text=f"{BITTER_LABEL.text} 4.5% ABV · 500 ml.")
+    chosen = choose(question, [label])
+    assert chosen is not None and "4.5% ABV" in chosen.said, chosen
+
+
 DOME_TENT = Src(
     "dome-tent",
     "text",
@@ -1010,6 +1021,22 @@ def test_a_comparison_is_said_of_the_thing_its_source_says_it_of(attributor, raw
     else:
         assert checked.text == shown and checked.attribution == "model", checked.text
     assert not re.search(r"viaduct is longer", checked.text), checked.text
+
+
+def test_a_choice_asked_by_a_comparative_is_answered_only_by_a_sentence_that_compares():
+    """A sentence that names one option and compares nothing was chosen for "Which is
+    longer …?": the footbridge's opening, as if it answered. It now answers only where a
+    sentence says which is longer; where none does, the question is declined."""
+    from mmrag.generation.verification.selection import choose
+
+    question = read_question("Which is longer, the Polwenna footbridge or the Trevose viaduct?")
+    opened = "POLWENNA, 30 April - The Polwenna footbridge opened to walkers on Monday."
+    alone = replace(FOOTBRIDGE_NEWS, text=opened)
+    assert choose(question, [alone]) is None
+    compared = replace(alone, text=f"{opened} It is longer than the Trevose viaduct.")
+    chosen = choose(question, [compared])
+    assert chosen is not None
+    assert chosen.said == "The Polwenna footbridge is longer than the Trevose viaduct.", chosen
 
 
 def test_a_bound_in_time_is_read_in_the_clause_it_bounds():

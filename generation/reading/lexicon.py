@@ -65,41 +65,65 @@ def _search(index: mmap.mmap, key: bytes) -> list[bytes] | None:
     return None
 
 
-def _synset(data: mmap.mmap, offset: bytes) -> tuple[list[str], list[bytes]]:
-    """A synset's words and the offsets of its hyponyms (its narrower senses, same file)."""
+def _synset(data: mmap.mmap, offset: bytes) -> tuple[list[str], list[tuple[bytes, bytes]], int]:
+    """A synset's words, its pointers (symbol and offset: "~" a hyponym, a narrower sense in
+    the same file; "=" an adjective that is a value of the attribute it names) and its
+    lexicographer file's number."""
     # synset_offset lex_filenum ss_type w_cnt word lex_id [word lex_id…] p_cnt [ptr…] …
     start = data.find(b"\n" + offset + b" ", max(0, int(offset) - 1))
     if start < 0:
-        return [], []
+        return [], [], -1
     parts = _line(data, start + 1).split()
     count = int(parts[3], 16)
     words = [w.decode().split("(")[0].lower() for w in parts[4 : 4 + 2 * count : 2]]
     at = 4 + 2 * count  # pointers: symbol offset pos source/target
     pointers = parts[at + 1 : at + 1 + 4 * int(parts[at])]
-    narrower = [pointers[j + 1] for j in range(0, len(pointers), 4) if pointers[j] == b"~"]
-    return words, narrower
+    symbols = [(pointers[j], pointers[j + 1]) for j in range(0, len(pointers), 4)]
+    return words, symbols, int(parts[1])
+
+
+def _senses(lemma: str, pos: str) -> tuple[mmap.mmap | None, list[bytes]]:
+    """The data file of the part of speech and the offsets of the lemma's commonest senses
+    (none for a part of speech WordNet lacks, or where it is not installed)."""
+    suffix = _POS.get(pos)
+    index = _mapped(f"index.{suffix}") if suffix else None
+    data = _mapped(f"data.{suffix}") if suffix else None
+    key = lemma.lower().replace(" ", "_")
+    if index is None or data is None or not key.isascii():
+        return None, []
+    fields = _search(index, key.encode())
+    if fields is None:
+        return None, []
+    # lemma pos synset_cnt p_cnt [ptr_symbol…] sense_cnt tagsense_cnt synset_offset…
+    return data, fields[4 + int(fields[3]) + 2 :][:SENSES]
 
 
 @functools.lru_cache(maxsize=8192)
 def synonyms(lemma: str, pos: str, *, narrower: bool = False) -> frozenset[str]:
     """The single words that share one of the lemma's commonest senses (lower case, the lemma
     itself left out), and with `narrower` those of the senses just below them (a "hen" is a
-    "chicken", a "dinghy" a "boat"; not the other way round); none for a part of speech
-    WordNet lacks, or where it is not installed."""
-    suffix = _POS.get(pos)
-    index = _mapped(f"index.{suffix}") if suffix else None
-    data = _mapped(f"data.{suffix}") if suffix else None
-    key = lemma.lower().replace(" ", "_")
-    if index is None or data is None or not key.isascii():
-        return frozenset()
-    fields = _search(index, key.encode())
-    if fields is None:
-        return frozenset()
-    # lemma pos synset_cnt p_cnt [ptr_symbol…] sense_cnt tagsense_cnt synset_offset…
+    "chicken", a "dinghy" a "boat"; not the other way round)."""
+    data, senses = _senses(lemma, pos)
     found: set[str] = set()
-    for offset in fields[4 + int(fields[3]) + 2 :][:SENSES]:
-        words, below = _synset(data, offset)
+    for offset in senses if data is not None else ():
+        words, pointers, _ = _synset(data, offset)
         found.update(words)
-        for other in below if narrower else ():
-            found.update(_synset(data, other)[0])
+        for symbol, other in pointers if narrower else ():
+            found.update(_synset(data, other)[0] if symbol == b"~" else ())
+    key = lemma.lower().replace(" ", "_")
     return frozenset(w for w in found if "_" not in w and w != key)
+
+
+_QUANTITY_FILE = 23  # WordNet's lexicographer file noun.quantity
+
+
+@functools.lru_cache(maxsize=1024)
+def names_a_property(noun: str) -> bool:
+    """Whether a noun's commonest sense is an amount or a property that adjectives grade
+    ("strength": strong, weak), which a question asks the value of ("What's the strength of
+    …?": "4.2%"), not a kind of thing an answer names ("Which way …?", "Which street …?")."""
+    data, senses = _senses(noun, "NOUN")
+    if data is None or not senses:
+        return False
+    _, pointers, kind = _synset(data, senses[0])
+    return kind == _QUANTITY_FILE or any(symbol == b"=" for symbol, _ in pointers)

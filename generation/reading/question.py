@@ -17,7 +17,7 @@ import functools
 from dataclasses import dataclass
 from typing import Literal
 
-from mmrag.generation.reading.lexicon import synonyms
+from mmrag.generation.reading.lexicon import names_a_property, synonyms
 from mmrag.generation.reading.text import STEM, SUBJECTS, Reading, Terms, Word, read
 from mmrag.generation.reading.words import (
     ATTRIBUTE_KIND,
@@ -113,6 +113,13 @@ class Question:
                 said = frozenset(STEM(s) for s in synonyms(word.lemma, word.pos, narrower=True))
                 found[STEM(word.lemma)] = found.get(STEM(word.lemma), frozenset()) | said
         return found
+
+    @functools.cached_property
+    def comparatives(self) -> frozenset[str]:
+        """The lemmas of the comparatives a choice is asked by ("long" of "Which is longer,
+        …?"), with their WordNet synonyms ("large" for "bigger")."""
+        asked = {d.lemma for d in self.reading.degrees if d.kind == "comparative"}
+        return frozenset(asked).union(*(synonyms(lemma, "ADJ") for lemma in asked))
 
     def said_otherwise(self, held: frozenset[str]) -> frozenset[str]:
         """Its stems whose synonyms are held: what a text says in other words."""
@@ -256,15 +263,23 @@ def _asked(
     if noun.lemma in ("kind", "type", "sort") and of:  # "what kind of bird"
         return "factoid", frozenset(), (), {STEM(of[0].lemma)}, of[0].end
     typed = TYPE_NOUNS.get(noun.lemma) or (ATTRIBUTE_KIND.get(noun.attribute or ""))  # "what stone"
+    if not typed and names_a_property(noun.lemma):  # "What's the strength of …?": "4.2%"
+        return "factoid", frozenset({"quantity", "share"}), (), set(), noun.end
     kinds = set() if noun.lemma in ATTRIBUTE_NOUNS else {STEM(noun.lemma)}
     return "factoid", frozenset({typed} if typed else set()), (), kinds, noun.end
 
 
 def _asked_noun(reading: Reading, wh: Word) -> Word | None:
     """The noun a "what"/"which" determines: its head, or the noun right after it where the
-    parser hung "which" elsewhere ("In which town …" read as "in which", then "town")."""
+    parser hung "which" elsewhere ("In which town …" read as "in which", then "town"), or the
+    type or property it is said to be ("What is the height of …?")."""
     if wh.dep == "det":
         return reading.words[wh.head]
+    root = reading.words[wh.head]
+    if wh.lemma == "what" and root.lemma == "be":  # "What is the strength of …?"
+        said = [c for c in reading.children(root.i) if c.dep in ("nsubj", "attr") and c != wh]
+        if said and (said[0].lemma in TYPE_NOUNS or names_a_property(said[0].lemma)):
+            return said[0]
     after = reading.words[wh.i + 1] if wh.i + 1 < len(reading.words) else None
     if wh.lemma in ("what", "which") and after is not None and after.pos == "NOUN":
         return after
@@ -303,6 +318,7 @@ def _choices(reading: Reading) -> tuple[frozenset[str], ...]:
     for join in joins:
         head = reading.words[join.head]
         others = [c for c in reading.children(head.i) if c.dep == "conj"]
+        head = _offering(reading, head, others)
         if head.pos in ("NOUN", "PROPN") and others:
             inner = {w.i for other in others for w in reading.subtree(other.i)} | {join.i}
             phrases = [[w for w in reading.subtree(head.i) if w.i not in inner]]
@@ -321,6 +337,17 @@ def _choices(reading: Reading) -> tuple[frozenset[str], ...]:
         return tuple(named)
     offered = [frozenset({w.attribute}) for w in reading.words if w.attribute]
     return tuple(offered) if len(offered) > 1 else ()
+
+
+def _offering(reading: Reading, head: Word, others: list[Word]) -> Word:
+    """The phrase an option with an article is set against where the word the parser joined
+    it to has none: in "the new wall at Trevose or the old quay" the wall is offered, not
+    Trevose; "held at Tavistead or Dunmere" and "at the mill or the barn" offer places."""
+    held_by = reading.words[reading.words[head.head].head] if head.dep == "pobj" else None
+    if held_by is None or held_by.pos not in ("NOUN", "PROPN") or not others:
+        return head
+    articled = [any(c.dep == "det" for c in reading.children(w.i)) for w in (head, *others)]
+    return held_by if not articled[0] and all(articled[1:]) else head
 
 
 def _offered(word: Word) -> bool:

@@ -156,13 +156,17 @@ def eligible(question: Question, statement: Statement) -> bool:
     says that year; a choice's names an option and says more ("BEST BITTER." is no answer to
     which is stronger); a yes/no question's gives a verdict, or else says a word of the
     question beyond its names and its source's title, and not as a name ("Dogs £1.50" for "Do
-    dogs travel free?"; "Heat the oven to 170°C" says nothing to "Can it be frozen?")."""
+    dogs travel free?"; "Heat the oven to 170°C" says nothing to "Can it be frozen?"); a
+    choice asked by a comparative, from a statement that compares ("The footbridge opened on
+    Monday" says nothing of which is longer)."""
     asked_years = _years(question.terms.numbers)
     if asked_years and not asked_years & _years(_every_word(statement.context)):
         return False
     if question.kind == "choice":
         new = statement.reading.terms.words - question.terms.words
-        return bool(new) and picks_one(question, statement.text)
+        compares = {d.lemma for d in statement.reading.degrees} & question.comparatives
+        says = compares if question.comparatives else new
+        return bool(says) and picks_one(question, statement.named or statement.text)
     if question.kind == "yes_no" and verdict(question, statement.text, statement.context) is None:
         words = statement.reading.words
         own = with_synonyms(frozenset(STEM(w.lemma) for w in words if w.content and not w.proper))
