@@ -752,6 +752,23 @@ def test_a_property_asked_by_its_noun_is_answered_by_its_value():
     assert chosen is not None and "4.5% ABV" in chosen.said, chosen
 
 
+def test_the_owner_a_pronoun_stands_for_is_no_fact_of_its_sentence():
+    """ "Its parapets were raised in 1802" read with its "its" named ("The Packhorse Bridge,
+    Kelsby’s parapets …") gave "Kelsby", which the tagger takes for a person, as who built the
+    bridge, and was chosen over the sentence that says who is said to have built it."""
+    from mmrag.generation.verification.selection import choose
+
+    bridge = Src(
+        "packhorse-bridge",
+        "text",
+        "The Packhorse Bridge, Kelsby",
+        "Its parapets were raised in 1802 after a pony fell into the river. Local tradition "
+        "says it was built by monks from Bodmin Priory, but no record survives.",
+    )
+    chosen = choose(read_question("Who is said to have built the Packhorse Bridge?"), [bridge])
+    assert chosen is not None and "built by monks" in chosen.said, chosen
+
+
 DOME_TENT = Src(
     "dome-tent",
     "text",

@@ -191,7 +191,9 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     verbless = verbless and not question.expects & {"person", "organisation"}
     relations = stated | question.said_otherwise(stated)
     subject = _subject_words(question)
-    facts = facts_given(question, reading)
+    # "Its parapets were raised …" names its thing as an owner, never as a fact of the asked type
+    owner = len(statement.about) if statement.named.startswith(f"{statement.about}’s") else 0
+    facts = [at for at in facts_given(question, reading) if reading.words[at].start >= owner]
     head = question.topic_head
     line = statement.source.modality == "text"  # a caption is about what its photo shows
     wanted = subject | asked.names
