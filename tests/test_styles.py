@@ -769,6 +769,26 @@ def test_the_owner_a_pronoun_stands_for_is_no_fact_of_its_sentence():
     assert chosen is not None and "built by monks" in chosen.said, chosen
 
 
+def test_a_sentence_that_says_a_state_has_ended_settles_whether_it_still_holds(attributor):
+    """ "Yes, the bridge crosses the Fowey …" was shown for "Is it still the only crossing of
+    the Fowey?": the first sentence to speak to the question said yes, though the next says it
+    was the only crossing until 1934. That sentence settles it, for the model's answer and for
+    the sentence chosen in its place."""
+    bridge = Src(
+        "clapper",
+        "text",
+        "Clapper bridge, Polwenna",
+        "The clapper bridge crosses the Fowey at the foot of the village. It was the only "
+        "crossing of the river until 1934, when the Mill Road bridge opened.",
+    )
+    question = "Is the clapper bridge still the only crossing of the Fowey?"
+    raw = "Yes, the clapper bridge crosses the Fowey at the foot of the village [1]."
+    checked = attributor.attribute(question, answered(raw, [bridge]))
+    assert checked.text.startswith("No, "), checked.text
+    assert "was the only crossing of the river until 1934" in checked.text, checked.text
+    assert [c.source_id for c in checked.citations] == ["clapper"]
+
+
 DOME_TENT = Src(
     "dome-tent",
     "text",

@@ -48,10 +48,11 @@ from mmrag.generation.verification.selection import (
     gives_what_is_asked,
     picks_one,
     polarity,
+    source_verdict,
     states,
 )
 from mmrag.generation.verification.statements import evidence_text
-from mmrag.generation.verification.verifier import SUPPORTED, Verifier, source_verdict, support_span
+from mmrag.generation.verification.verifier import SUPPORTED, Verifier, support_span
 
 DECLINE = "The indexed sources do not answer this question."
 UNANSWERED = frozenset({"declined", "unsupported"})  # attributions of an answer no source backs

@@ -45,7 +45,12 @@ from mmrag.generation.reading.words import (
 )
 from mmrag.generation.types import SourceLike
 from mmrag.generation.verification.attributes import bound_attributes, head_noun
-from mmrag.generation.verification.statements import Statement, lower_article, statements
+from mmrag.generation.verification.statements import (
+    Statement,
+    evidence_text,
+    lower_article,
+    statements,
+)
 
 Verdict = Literal["yes", "no"]
 FEATURES = (  # each in [0, 1], 1 where the statement is the better answer for it
@@ -129,23 +134,22 @@ def choose(
     the first `given` (the model's) are runners-up, retrieved but not selected."""
     given = len(sources) if given is None else given
     scorer = model()
+    yes_no = question.kind == "yes_no"  # a verdict the sources gainsay is no answer
+    settled = source_verdict(question, [evidence_text(s) for s in sources]) if yes_no else None
     best: tuple[bool, float, int, Choice] | None = None
     for order, statement in enumerate(statements(sources)):
-        if not eligible(question, statement):
+        answer = verdict(question, statement.text, statement.context) if yes_no else None
+        if not eligible(question, statement) or (answer and settled not in (None, answer)):
             continue
         said = statement.said
-        answer = None
-        if question.kind == "yes_no":
-            answer = verdict(question, statement.text, statement.context)
         if answer is not None:
             said = f"{answer.capitalize()}, {lower_article(said)}"
         score = scorer.probability(
             features(question, statement, runner_up=statement.number > given)
         )
-        # A statement that gives a verdict answers a yes/no question before one that only
-        # says what it asks of ("Dogs £1.50 each way" for "Do dogs travel free?"), which is
-        # quoted as it is, with no yes or no the source does not say.
-        rank = (answer is not None or question.kind != "yes_no", score, -order)
+        # A verdict answers a yes/no question before a statement that only says what it asks
+        # of ("Dogs £1.50 each way" for "Do dogs travel free?"), quoted with no yes or no.
+        rank = (answer is not None or not yes_no, score, -order)
         if score >= scorer.threshold and (best is None or rank > best[:3]):
             best = (*rank, Choice(statement, score, said))
     return None if best is None else best[3]
@@ -153,12 +157,11 @@ def choose(
 
 def eligible(question: Question, statement: Statement) -> bool:
     """Whether a statement can answer at all: a question of one year, only from a source that
-    says that year; a choice's names an option and says more ("BEST BITTER." is no answer to
-    which is stronger); a yes/no question's gives a verdict, or else says a word of the
-    question beyond its names and its source's title, and not as a name ("Dogs £1.50" for "Do
-    dogs travel free?"; "Heat the oven to 170°C" says nothing to "Can it be frozen?"); a
-    choice asked by a comparative, from a statement that compares ("The footbridge opened on
-    Monday" says nothing of which is longer)."""
+    says that year; a choice's names an option and says more, or the asked comparative ("BEST
+    BITTER." or "The footbridge opened" is no answer to which is stronger or longer); a yes/no
+    question's gives a verdict, or else says a word of the question beyond its names and its
+    source's title, and not as a name ("Dogs £1.50" for "Do dogs travel free?"; "Heat the oven
+    to 170°C" says nothing to "Can it be frozen?")."""
     asked_years = _years(question.terms.numbers)
     if asked_years and not asked_years & _years(_every_word(statement.context)):
         return False
@@ -636,6 +639,18 @@ def verdict(question: Question, sentence: str, context: str = "") -> Verdict | N
     if found == "yes" and question.now and read(sentence).former():
         return "no"
     return found
+
+
+def source_verdict(question: Question, evidence: Sequence[str]) -> Verdict | None:
+    """The verdict the evidence gives a yes/no question: where it asks of now, a sentence's
+    that it no longer holds, read with all its source says ("Is it still the only crossing?":
+    "It was the only crossing until 1934"), which "It crosses the Fowey" does not gainsay;
+    else the first a sentence gives, in evidence order, read with its source's title."""
+    said = [(s, text) for text in evidence for s in read(text).sentence_texts()]
+    if question.now and any(read(s).former() and verdict(question, s, t) == "no" for s, t in said):
+        return "no"
+    titled = (verdict(question, s, read(t).sentence_texts()[0]) for s, t in said)
+    return next(filter(None, titled), None)
 
 
 def _attribute_verdict(

@@ -39,13 +39,7 @@ from mmrag.generation.reading.text import STEM, Reading, Terms, read, titled_sen
 from mmrag.generation.reading.words import HEDGES
 from mmrag.generation.verification.attributes import BOUND_KINDS, attributes_of_subject, head_noun
 from mmrag.generation.verification.grounding import Embed, Gap, Grounder
-from mmrag.generation.verification.selection import (
-    Model,
-    _given,
-    fitted,
-    polarity,
-    verdict,
-)
+from mmrag.generation.verification.selection import Model, _given, fitted, polarity, source_verdict
 
 SUPPORTED = 0.5  # a verifier's score from which a source supports a claim
 FEATURES = (
@@ -321,17 +315,6 @@ def _given_to_subject(question: Question, evidence: Sequence[str], kind: str) ->
             if subject and subject & about:
                 given |= attributes_of_subject(sentence, subject, kind)
     return given
-
-
-def source_verdict(question: Question, evidence: Sequence[str]):
-    """The first verdict an evidence sentence gives on a yes/no question, in evidence order,
-    each sentence read with its source's title."""
-    verdicts = (
-        verdict(question, sentence, title)
-        for text in evidence
-        for sentence, title in titled_sentences(text)
-    )
-    return next(filter(None, verdicts), None)
 
 
 def _facts_belong(said: Terms, asked: Terms, evidence: Sequence[str]) -> bool:
