@@ -789,6 +789,25 @@ def test_a_sentence_that_says_a_state_has_ended_settles_whether_it_still_holds(a
     assert [c.source_id for c in checked.citations] == ["clapper"]
 
 
+def test_a_line_with_no_subject_goes_on_about_the_thing_before_it():
+    """A timetable's "Journey to Tregony Road 22 minutes." names no train: it goes on about
+    the trains of the line before it, as a reader takes it, so it answers how long the train
+    takes (and still not how long a bus does)."""
+    from mmrag.generation.verification.selection import choose
+
+    timetable = Src(
+        "pengelly",
+        "text",
+        "Pengelly Light Railway: 2026 season",
+        "Trains daily, 1 April to 31 October. Every 45 minutes. Journey to Tregony Road 22 "
+        "minutes. Dogs £2 each way.",
+    )
+    train = read_question("How long does the train take from Pengelly to Tregony Road?")
+    chosen = choose(train, [timetable])
+    assert chosen is not None and "22 minutes" in chosen.said, chosen
+    assert choose(read_question("How long does the bus take to Tregony Road?"), [timetable]) is None
+
+
 DOME_TENT = Src(
     "dome-tent",
     "text",

@@ -272,13 +272,14 @@ def _asked(
 def _asked_noun(reading: Reading, wh: Word) -> Word | None:
     """The noun a "what"/"which" determines: its head, or the noun right after it where the
     parser hung "which" elsewhere ("In which town …" read as "in which", then "town"), or the
-    type or property it is said to be ("What is the height of …?")."""
+    property it is said to be ("What is the strength of …?"; a type noun is not read so: "What
+    is the phone number …?" asks no count)."""
     if wh.dep == "det":
         return reading.words[wh.head]
     root = reading.words[wh.head]
     if wh.lemma == "what" and root.lemma == "be":  # "What is the strength of …?"
         said = [c for c in reading.children(root.i) if c.dep in ("nsubj", "attr") and c != wh]
-        if said and (said[0].lemma in TYPE_NOUNS or names_a_property(said[0].lemma)):
+        if said and said[0].lemma not in TYPE_NOUNS and names_a_property(said[0].lemma):
             return said[0]
     after = reading.words[wh.i + 1] if wh.i + 1 < len(reading.words) else None
     if wh.lemma in ("what", "which") and after is not None and after.pos == "NOUN":

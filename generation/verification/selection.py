@@ -455,10 +455,8 @@ def _attribute_of_topic(question: Question, reading: Reading, word: Word) -> boo
     """A colour or material said of the thing asked about ("What colour is the sail?" is not
     answered by the hull's green in "a green hull and a white sail"); shapes of anything."""
     kind = ATTRIBUTE_KIND[word.attribute]
-    if kind not in ("colour", "material"):
-        return True
     head = head_noun(question.reading, question.opening_end, kind)
-    if head is None:
+    if kind not in ("colour", "material") or head is None:
         return True
     # The head, and a noun it ends with: "floodwater" is water.
     nouns = {STEM(w.lemma) for w in reading.words if w.pos == "NOUN"}

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from mmrag.generation.citations import first_sentence
-from mmrag.generation.reading.text import STOPWORDS, Reading, attribute, read, sentences
+from mmrag.generation.reading.text import STOPWORDS, SUBJECTS, Reading, attribute, read, sentences
 from mmrag.generation.reading.words import (
     AT_A_PLACE,
     FIRST_PERSON,
@@ -82,7 +82,7 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
     person = ""  # the person a "he" or "she" stands for: the last one named
     # An "it" stands for the title's thing where the title names one; under a headline ("Lorry
     # damages Market Cross", "'The waiting list is longer than the rows'") for the thing the
-    # sentence before was about.
+    # sentence before was about (`subject`), as a line with no subject does.
     headline = not _names_a_thing(title)
     subject = ""
     quotes = _quotes(source.text)
@@ -108,13 +108,15 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
             about = title  # "they": the thing, unless only a person was named
         if pronoun in THING_PRONOUNS and about == title and headline and subject:
             about = subject
+        # a line with no subject goes on about the thing before it ("Trains daily. Every 40 min.")
+        lined = not (pronoun or where != "text" or any(w.dep in SUBJECTS for w in reading.words))
+        about = f"{about}. {subject}" if lined and subject else about
         named = _named(text, about, pronoun)
         said = full_sentence(named, source, where, title)
         if said is not None and not text.rstrip(" '’\"”").endswith("?"):  # a FAQ's question
             yield Statement(number, source, text, about or title, where, position, said, named)
         person = people[-1] if people else person
-        if headline:  # the thing an "it" after this sentence stands for
-            subject = _subject_phrase(read(DATELINE.sub("", named))) or subject
+        subject = _subject_phrase(read(DATELINE.sub("", named))) or subject
 
 
 # A news report's opening place and date ("KESTLEY, 3 May - "), which the parser takes for
@@ -134,11 +136,16 @@ def _names_a_thing(title: str) -> bool:
 
 
 def _subject_phrase(reading: Reading) -> str:
-    """The noun phrase a sentence is about (its main subject), if not a pronoun."""
+    """The noun phrase a sentence is about (its main subject), if not a pronoun; a line's with
+    no verb, the common noun that heads it, if it counts nothing ("Trains daily", not "Every
+    40 minutes")."""
     for phrase in reading.phrases:
         head = reading.words[phrase.head]
         if head.dep in ("nsubj", "nsubjpass") and reading.words[head.head].dep == "ROOT":
             return "" if head.pos == "PRON" else phrase.text
+        counted = any(c.number for c in reading.children(head.i))
+        if head.dep == "ROOT" and head.pos == "NOUN" and not counted:
+            return phrase.text
     return ""
 
 
@@ -176,11 +183,8 @@ def _parts(source: SourceLike) -> list[tuple[str, str]]:
 
 def _opening_pronoun(text: str) -> str:
     words = read(text).words
-    if not words:
-        return ""
-    first = words[0]
-    lower = first.text.lower()
-    if lower == "her" and first.dep != "poss":
+    lower = words[0].text.lower() if words else ""
+    if lower == "her" and words[0].dep != "poss":
         return ""
     return lower if lower in THING_PRONOUNS or lower in PERSON_PRONOUNS else ""
 
