@@ -1105,3 +1105,62 @@ def test_a_bound_in_time_is_read_in_the_clause_it_bounds():
     assert opened.former()
     bottled = read("Its water was bottled and sold as a cure for sore eyes until 1910.")
     assert bottled.former(frozenset({"water"}))
+
+
+WASHER = Src(
+    "washer",
+    "text",
+    "Trembath T4 pressure washer: first use",
+    "Stand the washer on level ground. Before first use, add 0.4 litres of pump oil: the pump "
+    "is shipped empty. Keep the lance pointed away from people.",
+)
+
+
+def test_an_instruction_hung_on_another_clause_is_about_its_source():
+    """The parser hangs "add 0.4 litres" on "the pump is shipped empty", so the measure was
+    read as said of the pump (that clause's subject), not of the washer the manual is about:
+    an instruction's clause is the reader's to do, to what its source names."""
+    from mmrag.generation.verification.selection import choose
+
+    found = choose(read_question("How much oil do I add to a new Trembath T4?"), [WASHER])
+    assert found is not None and "0.4 litres" in found.said, found
+
+
+FERRY_PHOTO = Src(
+    "ferry-photo",
+    "image",
+    "Kittiwake Star at Porthcarrow",
+    "The blue-and-white ferry Kittiwake Star moored at Porthcarrow quay, with gulls on her rail",
+)
+
+
+def test_a_colour_is_said_of_a_name_without_the_verb_it_was_asked_by():
+    """ "What colours is the Kittiwake Star painted?" took "painted" for the thing coloured
+    (no noun phrase follows "What colours" but a name) and for a relation the caption must
+    say: its colours were no answer. A colour's value says how it is coloured."""
+    from mmrag.generation.verification.selection import choose
+
+    found = choose(read_question("What colours is the Kittiwake Star painted?"), [FERRY_PHOTO])
+    assert found is not None and "blue-and-white" in found.said, found
+
+
+MARINA = Src(
+    "marina",
+    "text",
+    "'We could fill it twice over'",
+    "Trennick marina has 210 berths and a waiting list as long as the quay. 'When I started "
+    "you could have any berth you liked,' said its harbourmaster, Jory Penrose. 'Now the "
+    "average wait is about four years.'",
+)
+
+
+def test_a_report_under_a_headline_is_about_what_its_lead_names():
+    """A headline names nothing, so a later sentence of the report ("Now the average wait is
+    about four years.") was about nothing: its wait was no wait for a berth at the marina. A
+    report's sentences are about what its first sentence is about, and a measure said of the
+    asked relation ("the wait") is said of its thing."""
+    from mmrag.generation.verification.selection import choose
+
+    question = read_question("How long is the wait for a berth at Trennick marina?")
+    found = choose(question, [MARINA])
+    assert found is not None and "four years" in found.said, found

@@ -393,8 +393,10 @@ def _relation(reading: Reading, after: int, kind: Kind, expects: frozenset[str])
     ("owns", "designed", "carved"), and the role a "who is" question names ("Who is the priest
     …?"). The answer type alone (any person, any number) says nothing of it, so an answer must
     state it: Jowan Tallack who built the inn does not answer "Who owns the inn?". Open
-    requests, yes/no questions and choices have none."""
-    if kind in ("open", "yes_no", "choice") or after == 0:
+    requests, yes/no questions and choices have none, nor a question of a colour, shape or
+    material, which its value says ("What colours is the boat painted?": "the green boat")."""
+    attributes = frozenset(ATTRIBUTE_KIND.values())
+    if kind in ("open", "yes_no", "choice") or after == 0 or (expects and expects <= attributes):
         return frozenset()
     verbs = {  # what it asks, not what describes its thing ("the shop painted green")
         w

@@ -256,6 +256,15 @@ class Reading:
             at = self.words[at].head
         return self.subtree(at)
 
+    def instructs(self, i: int) -> bool:
+        """Whether word `i` is an instruction's verb, a base form with no subject and no "to"
+        ("Add 0.6 litres …", "Descale every 3 months"): the reader's to do, to what the source
+        is about, whatever clause it hangs on ("…: the engine is shipped dry")."""
+        below = self.children(i)
+        return self.words[i].tag == "VB" and not any(
+            c.dep in SUBJECTS or c.lemma == "to" for c in below
+        )
+
     def former(self, of: frozenset[str] = frozenset()) -> bool:
         """Whether it bounds what it says in time: "until 1962", "formerly", "no longer", "was
         replaced by"; not where that only may be ("can be replaced"). Where it names `of`

@@ -52,14 +52,15 @@ def head_noun(reading: Reading, after: int, kind: str) -> str | None:
         if head.start >= after and head.pos != "PRON" and asked(head):
             return STEM(head.text.lower())
     # No noun phrase (the parse took "back" in "the kingfisher's back" for an adverb): the
-    # last content word before a preposition, where English puts a phrase's head.
+    # last content word before a preposition, where English puts a phrase's head; no verb
+    # ("painted" in "What colours is the Dabchick Belle painted?" is no thing).
     found = None
     for word in reading.words:
         if word.start < after:
             continue
         if word.pos == "ADP" and found:
             break
-        if word.content and asked(word):
+        if word.content and word.pos != "VERB" and asked(word):
             found = word
     return STEM(found.text.lower()) if found else None
 

@@ -200,7 +200,9 @@ def features(question: Question, statement: Statement, *, runner_up: bool = Fals
     head = question.topic_head
     line = statement.source.modality == "text"  # a caption is about what its photo shows
     wanted = subject | asked.names
-    of_topic = [at for at in facts if _said_of(reading, at, wanted, about, head, line)]
+    of_topic = [
+        at for at in facts if _said_of(reading, at, wanted, about, head, line, question.relation)
+    ]
     untyped = not question.typed
     new = bool(said.words - asked.words)
     # the verdict or the option is the fact
@@ -515,15 +517,16 @@ def _said_of(
     about: frozenset[str],
     head: frozenset[str] = frozenset(),
     line: bool = False,
+    asked: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether the fact at `at` is said of the question's thing: the statement names the
     thing's `head` noun somewhere (an inn's builder is no name of the inn's cat), or is a
     `line` of a text with no subject (a timetable row, a recipe step) under a title that
     names the thing; and the subject of its clause is that thing, a word standing for it (a
     pronoun, what the statement is `about` where that names the thing), or there is none (a
-    label's line, a caption); not another thing named beside it ("the south pier is 120
-    metres long" for the north pier). A caption is about what its photo shows: the upper
-    floor of an inn says nothing of the inn's cat."""
+    label's line, a caption), or the relation `asked` of it ("the average wait is 3 years");
+    not another thing named beside it ("the south pier is 120 metres long" for the north pier).
+    A caption is about what its photo shows: an inn's upper floor says nothing of its cat."""
     if not subject:
         return True
     chain = [at, *reading.ancestors(at)]
@@ -535,7 +538,7 @@ def _said_of(
         # hung on the thing itself, or on a compound naming it: "Mill tour - 50 minutes, …"
         near = [reading.words[above]] if above != at else []
         near += [c for c in reading.children(above) if c.dep == "compound"]
-        if any(STEM(word.lemma) in head for word in near):
+        if any(STEM(word.lemma) in head for word in near) or reading.instructs(above):
             return True
         subjects = [c for c in reading.children(above) if c.dep in SUBJECTS]
         if not subjects:
@@ -550,7 +553,7 @@ def _said_of(
         )
         pronoun = speaker or any(s.pos == "PRON" for s in subjects)
         titled = not (named - about - head) and bool(about & subject)
-        return pronoun or bool(named & (subject | head)) or titled
+        return pronoun or bool(named & (subject | head | asked)) or titled
     return True
 
 

@@ -84,7 +84,7 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
     # damages Market Cross", "'The waiting list is longer than the rows'") for the thing the
     # sentence before was about (`subject`), as a line with no subject does.
     headline = not _names_a_thing(title)
-    subject = ""
+    subject = lead = ""  # what the sentence before, and the first, were about
     quotes = _quotes(source.text)
     for position, (text, where) in enumerate(_parts(source)):
         pronoun = _opening_pronoun(text)
@@ -108,6 +108,8 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
             about = title  # "they": the thing, unless only a person was named
         if pronoun in THING_PRONOUNS and about == title and headline and subject:
             about = subject
+        elif about == title and headline and lead and not pronoun:  # a report's lead names
+            about = f"{title}. {lead}"  # what it is about: "Now the average wait is …"
         # a line with no subject goes on about the thing before it ("Trains daily. Every 40 min.")
         lined = not (pronoun or where != "text" or any(w.dep in SUBJECTS for w in reading.words))
         about = f"{about}. {subject}" if lined and subject else about
@@ -117,6 +119,7 @@ def _of_source(number: int, source: SourceLike) -> Iterator[Statement]:
             yield Statement(number, source, text, about or title, where, position, said, named)
         person = people[-1] if people else person
         subject = _subject_phrase(read(DATELINE.sub("", named))) or subject
+        lead = lead or subject
 
 
 # A news report's opening place and date ("KESTLEY, 3 May - "), which the parser takes for
@@ -227,12 +230,7 @@ def full_sentence(
 
 def _imperative(reading: Reading) -> bool:
     """ "Descale every 3 months." — an instruction has a base-form root and no subject."""
-    roots = [word for word in reading.words if word.dep == "ROOT"]
-    return any(
-        root.tag == "VB"
-        and not any(c.dep in ("nsubj", "nsubjpass") for c in reading.children(root.i))
-        for root in roots
-    )
+    return any(reading.instructs(word.i) for word in reading.words if word.dep == "ROOT")
 
 
 def read_in_image(text: str) -> str:
