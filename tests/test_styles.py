@@ -1164,3 +1164,22 @@ def test_a_report_under_a_headline_is_about_what_its_lead_names():
     question = read_question("How long is the wait for a berth at Trennick marina?")
     found = choose(question, [MARINA])
     assert found is not None and "four years" in found.said, found
+
+
+CHEESE = Src(
+    "cheese",
+    "text",
+    "Trevissa Blue (cheese label)",
+    "Made by hand in small batches. The milk is delivered each morning from a herd of forty "
+    "Jerseys at Pentire Farm.",
+)
+
+
+def test_a_light_verb_asks_its_preposition():
+    """ "Where does the milk come from?" asked the source to say "come", which a label's
+    "The milk is delivered … from a herd at Pentire Farm" never does: a verb that says where
+    only with its preposition asks the preposition."""
+    from mmrag.generation.verification.selection import choose
+
+    found = choose(read_question("Where does the milk for Trevissa Blue come from?"), [CHEESE])
+    assert found is not None and "Pentire Farm" in found.said, found

@@ -24,6 +24,7 @@ from mmrag.generation.reading.words import (
     ATTRIBUTE_NOUNS,
     DIMENSIONS,
     HOW_MEASURES,
+    LIGHT_VERBS,
     MONEY_VERBS,
     MONEY_WORDS,
     NOW,
@@ -416,7 +417,15 @@ def _relation(reading: Reading, after: int, kind: Kind, expects: frozenset[str])
             for child in reading.children(root.i)
             if child.dep in ("attr", "nsubj") and child.pos == "NOUN" and child.content
         }
-    return frozenset(STEM(word.lemma) for word in verbs | roles)
+    # "come from": the preposition, where the verb says nothing more
+    light = {w for w in verbs if w.lemma in LIGHT_VERBS}
+    preps = {  # its first: "put in … before using it" is put in
+        next(c for c in reading.children(w.i) if c.dep in ("prep", "prt"))
+        for w in light
+        if any(c.dep in ("prep", "prt") for c in reading.children(w.i))
+    }
+    asked = (verbs - light if preps else verbs) | roles | preps
+    return frozenset(STEM(word.lemma) for word in asked)
 
 
 def _request_end(reading: Reading, request: Word) -> int:

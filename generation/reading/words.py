@@ -179,6 +179,9 @@ SAME_RELATION = (
     ("hold", "host", "include", "feature"),
     ("hurt", "injure", "injury", "harm"),
 )
+# Verbs that say where or how only with their preposition ("Where does the leather come
+# from?", "What goes in the chutney?"): the preposition is the relation a source must say.
+LIGHT_VERBS = frozenset({"come", "go", "get", "put"})
 # States a source can answer a yes/no question with the opposite of ("Is it open on Mondays?":
 # "closed Mondays"), each with its opposites, as lemmas: the verdict is then the other one.
 OPPOSITE_STATES = (
