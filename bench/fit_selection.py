@@ -19,8 +19,8 @@ Development sets (never the held-out ones):
 - the sample corpus: `bench/data/grounding_questions.json` (open questions written for it),
   WebQA_sample.json's questions (its gold sources, the facts of its answers), and
   `data/sample/unanswerable.json`;
-- `bench/data/styles/`: the development half of the corpus written in other styles (two
-  worlds: Tavistead/Caddowmouth and Orlingham), indexed alone as `bench/styles.py` indexes it.
+- `bench/data/styles/`: the development half of the corpus written in other styles (three
+  worlds: Tavistead/Caddowmouth, Orlingham, Brackwater), indexed alone as `bench/styles.py` does.
 The weights are written to `generation/verification/weights.json`.
 """
 
