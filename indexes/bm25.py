@@ -19,7 +19,7 @@ import numpy as np
 import Stemmer
 from bm25s.tokenization import Tokenizer
 
-from mmrag.indexes.bm25_build import CorpusTokens, index_tokens
+from mmrag.indexes.bm25_build import CorpusTokens, index_tokens, tokenize_all
 from mmrag.indexes.errors import IndexFormatError
 
 BM25_DIR = "bm25"
@@ -111,15 +111,15 @@ class BM25Index:
 
     @classmethod
     def build(cls, texts: Iterable[str], params: BM25Params | None = None) -> BM25Index:
-        """Tokenize as the texts stream past; only token ids are kept, never the texts."""
+        """Tokenize as the texts stream past (a large corpus in a second process: see
+        `tokenize_all`); only token ids are kept, never the texts."""
         params = params or BM25Params()
         tokenizer = make_tokenizer(params)
         tokens = CorpusTokens(tokenizer, params.splitter, params.stemmer)
-        for chunk in _chunks(texts, TOKENIZE_CHUNK):
-            tokens.add(chunk)
+        tokens = tokenize_all(tokens, _chunks(texts, TOKENIZE_CHUNK))
         model = bm25s.BM25(k1=params.k1, b=params.b, method=params.method)
         index_tokens(model, tokens)
-        return cls(model, tokenizer, params)
+        return cls(model, tokens.tokenizer, params)
 
     @property
     def num_docs(self) -> int:

@@ -11,8 +11,14 @@ compares both with bm25s's build).
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
+import subprocess
+import sys
+from collections.abc import Iterable
 from itertools import chain, repeat
+from typing import BinaryIO
 
 import bm25s
 import numpy as np
@@ -38,6 +44,7 @@ class CorpusTokens:
     def __init__(self, tokenizer: Tokenizer, splitter: str, stemmer: str | None) -> None:
         self.tokenizer = tokenizer
         self.split = re.compile(splitter).findall
+        self.stemmer_name = stemmer
         self.stemmer = Stemmer.Stemmer(stemmer) if stemmer else None
         self.stopwords = frozenset(tokenizer.stopwords or ())
         # bm25s's first entry: the empty token, for texts with no word.
@@ -91,11 +98,74 @@ class CorpusTokens:
             sid = vocabulary.stem_to_sid.setdefault(stem, len(vocabulary.stem_to_sid))
             vocabulary.word_to_id[word] = self.lookup[word] = sid
 
+    def __getstate__(self) -> dict:
+        """Picklable, for the second process: a Snowball stemmer is not, so it is made anew."""
+        state = self.__dict__ | {"stemmer": None, "tokenizer": vars(self.tokenizer).copy()}
+        state["tokenizer"]["stemmer"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        stemmer = Stemmer.Stemmer(state["stemmer_name"]) if state["stemmer_name"] else None
+        tokenizer = Tokenizer.__new__(Tokenizer)
+        vars(tokenizer).update(state["tokenizer"] | {"stemmer": stemmer})
+        self.__dict__.update(state | {"stemmer": stemmer, "tokenizer": tokenizer})
+
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(every token id, corpus order; tokens per text)."""
         if not self.chunks:
             return np.empty(0, np.int32), np.empty(0, np.int64)
         return np.concatenate(self.chunks), np.concatenate(self.lengths)
+
+
+ALONE = 65_536  # texts tokenized in the build's own process before a second one takes over
+
+
+def tokenize_all(tokens: CorpusTokens, chunks: Iterable[list[str]]) -> CorpusTokens:
+    """Every chunk added to `tokens`, in order: the first `ALONE` texts here, the rest in a
+    second process that this one feeds while it goes on reading, storing and probing the
+    corpus (the chunks come from that work), so the build's two halves run on two cores. The
+    tokens come back as they would have been made here. A small corpus, or one core, never
+    pays for the process. It is a fresh interpreter (`python -m` this module), not a fork
+    (no lock another thread holds is copied into it) nor multiprocessing's spawn (which runs
+    the caller's script again unless it guards its main)."""
+    chunks, seen = iter(chunks), 0
+    for chunk in chunks:
+        tokens.add(chunk)
+        seen += len(chunk)
+        if seen >= ALONE and (os.cpu_count() or 1) > 1:
+            break
+    else:
+        return tokens
+    child = subprocess.Popen(
+        [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert child.stdin is not None and child.stdout is not None
+    found = None
+    try:
+        pickle.dump(tokens, child.stdin, pickle.HIGHEST_PROTOCOL)
+        for chunk in chunks:
+            pickle.dump(chunk, child.stdin, pickle.HIGHEST_PROTOCOL)
+        pickle.dump(None, child.stdin)
+        child.stdin.close()
+        found = pickle.load(child.stdout)
+    except (EOFError, BrokenPipeError, pickle.UnpicklingError):
+        pass
+    finally:  # a failure here (an interrupt, a bad corpus line) takes the process with it
+        if found is None:
+            child.kill()
+        child.wait()
+    if not isinstance(found, CorpusTokens):
+        raise RuntimeError(f"BM25 build: the tokenizing process failed (exit {child.returncode})")
+    return found
+
+
+def _tokenize(given: BinaryIO, back: BinaryIO) -> None:
+    """The second process: the tokens so far, then chunks until None; the tokens back."""
+    tokens = pickle.load(given)
+    while (chunk := pickle.load(given)) is not None:
+        tokens.add(chunk)
+    pickle.dump(tokens, back, pickle.HIGHEST_PROTOCOL)
+    back.flush()
 
 
 def index_tokens(model: bm25s.BM25, tokens: CorpusTokens) -> None:
@@ -161,3 +231,7 @@ def index_as_bm25s(model: bm25s.BM25, tokenizer: Tokenizer, texts: list[str]) ->
     `CorpusTokens` and `index_tokens` are held to (tests/test_bm25.py, bench/bm25.py)."""
     ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
     model.index((ids, tokenizer.get_vocab_dict()), show_progress=False)
+
+
+if __name__ == "__main__":  # the second process of `tokenize_all`
+    _tokenize(sys.stdin.buffer, sys.stdout.buffer)

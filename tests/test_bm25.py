@@ -148,6 +148,30 @@ def test_the_build_is_bm25s_own_index_bit_for_bit(monkeypatch):
             np.testing.assert_array_equal(ours.scores(query), theirs.get_scores_from_ids(ids))
 
 
+def test_a_build_tokenized_in_a_second_process_is_the_same_bit_for_bit(monkeypatch):
+    """Past `ALONE` texts a second process tokenizes the rest (the build's reading goes on
+    here): the same vocabulary, ids and float32 scores as a build in one process, with and
+    without a stemmer, across the hand-over."""
+    from mmrag.indexes import bm25 as bm25_module
+    from mmrag.indexes import bm25_build
+
+    monkeypatch.setattr(bm25_module, "TOKENIZE_CHUNK", 16)
+    texts = [*zipf_corpus(300, seed=11), "", "the of a", "Running runs café"]
+    for params in [BM25Params(), BM25Params(method="bm25+", stemmer=None, lower=False)]:
+        monkeypatch.setattr(bm25_build, "ALONE", len(texts) + 1)
+        alone = BM25Index.build(texts, params)
+        monkeypatch.setattr(bm25_build, "ALONE", 40)
+        handed = BM25Index.build(texts, params)
+        for key in ("data", "indices", "indptr"):
+            assert handed.model.scores[key].dtype == alone.model.scores[key].dtype
+            np.testing.assert_array_equal(handed.model.scores[key], alone.model.scores[key])
+        assert list(handed.tokenizer.word_to_id.items()) == list(alone.tokenizer.word_to_id.items())
+        assert handed.tokenizer.word_to_stem == alone.tokenizer.word_to_stem
+        assert handed.query_ids("running w3 café") == alone.query_ids("running w3 café")
+        assert handed.query_ids("running w3 café")
+        np.testing.assert_array_equal(handed.scores("w5 w9 run"), alone.scores("w5 w9 run"))
+
+
 def test_hits_are_the_rows_a_ranked_list_keeps():
     texts = zipf_corpus(400, seed=9)
     index = BM25Index.build(texts)
