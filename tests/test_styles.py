@@ -1116,32 +1116,12 @@ WASHER = Src(
 )
 
 
-def test_an_instruction_hung_on_another_clause_is_about_its_source():
-    """The parser hangs "add 0.4 litres" on "the pump is shipped empty", so the measure was
-    read as said of the pump (that clause's subject), not of the washer the manual is about:
-    an instruction's clause is the reader's to do, to what its source names."""
-    from mmrag.generation.verification.selection import choose
-
-    found = choose(read_question("How much oil do I add to a new Trembath T4?"), [WASHER])
-    assert found is not None and "0.4 litres" in found.said, found
-
-
 FERRY_PHOTO = Src(
     "ferry-photo",
     "image",
     "Kittiwake Star at Porthcarrow",
     "The blue-and-white ferry Kittiwake Star moored at Porthcarrow quay, with gulls on her rail",
 )
-
-
-def test_a_colour_is_said_of_a_name_without_the_verb_it_was_asked_by():
-    """ "What colours is the Kittiwake Star painted?" took "painted" for the thing coloured
-    (no noun phrase follows "What colours" but a name) and for a relation the caption must
-    say: its colours were no answer. A colour's value says how it is coloured."""
-    from mmrag.generation.verification.selection import choose
-
-    found = choose(read_question("What colours is the Kittiwake Star painted?"), [FERRY_PHOTO])
-    assert found is not None and "blue-and-white" in found.said, found
 
 
 MARINA = Src(
@@ -1154,18 +1134,6 @@ MARINA = Src(
 )
 
 
-def test_a_report_under_a_headline_is_about_what_its_lead_names():
-    """A headline names nothing, so a later sentence of the report ("Now the average wait is
-    about four years.") was about nothing: its wait was no wait for a berth at the marina. A
-    report's sentences are about what its first sentence is about, and a measure said of the
-    asked relation ("the wait") is said of its thing."""
-    from mmrag.generation.verification.selection import choose
-
-    question = read_question("How long is the wait for a berth at Trennick marina?")
-    found = choose(question, [MARINA])
-    assert found is not None and "four years" in found.said, found
-
-
 CHEESE = Src(
     "cheese",
     "text",
@@ -1175,11 +1143,42 @@ CHEESE = Src(
 )
 
 
-def test_a_light_verb_asks_its_preposition():
-    """ "Where does the milk come from?" asked the source to say "come", which a label's
-    "The milk is delivered … from a herd at Pentire Farm" never does: a verb that says where
-    only with its preposition asks the preposition."""
+@pytest.mark.parametrize(
+    ("question", "source", "said"),
+    [
+        # The parser hangs "add 0.4 litres" on "the pump is shipped empty", so the measure was
+        # said of the pump; an instruction's clause is the reader's to do, to what its source
+        # names.
+        pytest.param(
+            "How much oil do I add to a new Trembath T4?", WASHER, "0.4 litres", id="instruction"
+        ),
+        # "painted" was taken for the thing coloured (no noun follows "What colours" but a
+        # name) and for a relation the caption must say; a colour's value says it.
+        pytest.param(
+            "What colours is the Kittiwake Star painted?",
+            FERRY_PHOTO,
+            "blue-and-white",
+            id="colour",
+        ),
+        # A headline names nothing, so "Now the average wait is about four years." was about
+        # nothing; a report is about what its first sentence names, and a measure of the asked
+        # relation ("the wait") is said of its thing.
+        pytest.param(
+            "How long is the wait for a berth at Trennick marina?", MARINA, "four years", id="lead"
+        ),
+        # "come from" asked the label to say "come"; a verb that says where only with its
+        # preposition asks the preposition.
+        pytest.param(
+            "Where does the milk for Trevissa Blue come from?", CHEESE, "Pentire Farm", id="light"
+        ),
+    ],
+)
+def test_a_statement_answers_what_is_asked_whatever_its_clause_says_it_by(
+    question: str, source: Src, said: str
+):
+    """Each statement answers once it is read as a person reads it: the fact, said of the
+    question's thing, in the asked relation however the question or the parse puts it."""
     from mmrag.generation.verification.selection import choose
 
-    found = choose(read_question("Where does the milk for Trevissa Blue come from?"), [CHEESE])
-    assert found is not None and "Pentire Farm" in found.said, found
+    found = choose(read_question(question), [source])
+    assert found is not None and said in found.said, found
