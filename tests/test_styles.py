@@ -1182,3 +1182,19 @@ def test_a_statement_answers_what_is_asked_whatever_its_clause_says_it_by(
 
     found = choose(read_question(question), [source])
     assert found is not None and said in found.said, found
+
+
+def test_an_instruction_with_a_preposition_is_still_quoted_as_its_sources():
+    """An instruction reads as the source's ("Add to the pan the leeks you sliced earlier." is
+    no claim of the answer's own): only an infinitive's "to" makes a base-form verb no
+    instruction, never the preposition after it."""
+    from mmrag.generation.verification.statements import statements
+
+    soup = Src(
+        "soup", "text", "Leek and potato soup", "Add to the pan the leeks you sliced earlier."
+    )
+    (found,) = statements([soup])
+    assert (
+        found.said
+        == "The source “Leek and potato soup” says: “Add to the pan the leeks you sliced earlier.”"
+    )

@@ -417,13 +417,13 @@ def _relation(reading: Reading, after: int, kind: Kind, expects: frozenset[str])
             for child in reading.children(root.i)
             if child.dep in ("attr", "nsubj") and child.pos == "NOUN" and child.content
         }
-    # "come from": the preposition, where the verb says nothing more
+    # "come from": the preposition, where the verb says nothing more; its first ("put in …
+    # before using it" is put in)
     light = {w for w in verbs if w.lemma in LIGHT_VERBS}
-    preps = {  # its first: "put in … before using it" is put in
-        next(c for c in reading.children(w.i) if c.dep in ("prep", "prt"))
-        for w in light
-        if any(c.dep in ("prep", "prt") for c in reading.children(w.i))
-    }
+    firsts = (
+        next((c for c in reading.children(w.i) if c.dep in ("prep", "prt")), None) for w in light
+    )
+    preps = {prep for prep in firsts if prep is not None}
     asked = (verbs - light if preps else verbs) | roles | preps
     return frozenset(STEM(word.lemma) for word in asked)
 

@@ -257,12 +257,13 @@ class Reading:
         return self.subtree(at)
 
     def instructs(self, i: int) -> bool:
-        """Whether word `i` is an instruction's verb, a base form with no subject and no "to"
-        ("Add 0.6 litres …", "Descale every 3 months"): the reader's to do, to what the source
-        is about, whatever clause it hangs on ("…: the engine is shipped dry")."""
+        """Whether word `i` is an instruction's verb, a base form with no subject and no
+        infinitive's "to" ("Add 0.6 litres …", "Add to the pan …", not "… to page 4"): the
+        reader's to do, to what the source is about, whatever clause it hangs on ("…: the
+        engine is shipped dry")."""
         below = self.children(i)
         return self.words[i].tag == "VB" and not any(
-            c.dep in SUBJECTS or c.lemma == "to" for c in below
+            c.dep in SUBJECTS or (c.dep == "aux" and c.lemma == "to") for c in below
         )
 
     def former(self, of: frozenset[str] = frozenset()) -> bool:
